@@ -1,0 +1,133 @@
+"""Brute force for the four queries: every simple path, checked at every time breakpoint.
+
+Slow and obvious on purpose; the property tests compare the real searches with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import strategies as st
+
+from longhaul.schedule import Booking
+from longhaul.schedule.instants import to_us
+from longhaul.topology import Link, Node, Site, Topology
+
+T0 = datetime(2030, 1, 7, tzinfo=UTC)
+
+
+def at(seconds: int) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+@dataclass
+class Oracle:
+    topology: Topology
+    bookings: list[Booking]
+
+    def loads(self, link: Link) -> list[tuple[int, int, int]]:
+        return [
+            (to_us(b.start, "s"), to_us(b.end, "e"), link.booked_mbps(b.bandwidth_mbps))
+            for b in self.bookings
+            if b.link_id == link.id
+        ]
+
+    def free_at(self, link: Link, t: int) -> int:
+        return link.capacity_mbps - sum(m for s, e, m in self.loads(link) if s <= t < e)
+
+    def min_free(self, link: Link, lo: int, hi: int) -> int:
+        instants = {lo} | {s for s, _, _ in self.loads(link) if lo < s < hi}
+        return min(self.free_at(link, t) for t in instants)
+
+    def simple_paths(self, src: str, dst: str) -> list[list[Link]]:
+        paths: list[list[Link]] = []
+
+        def walk(node: str, seen: set[str], links: list[Link]) -> None:
+            if node == dst:
+                paths.append(list(links))
+                return
+            for link in self.topology.links.values():
+                if node in link.nodes:
+                    nxt = link.other_end(node)
+                    if nxt not in seen:
+                        walk(nxt, seen | {nxt}, [*links, link])
+
+        walk(src, {src}, [])
+        return paths
+
+    def carries(self, path: list[Link], need: int, lo: int, hi: int) -> bool:
+        return all(lk.booked_mbps(need) <= self.min_free(lk, lo, hi) for lk in path)
+
+    def width(self, path: list[Link], lo: int, hi: int) -> int:
+        return min(lk.bookable_mbps(self.min_free(lk, lo, hi)) for lk in path)
+
+    def feasible_start(self, src: str, dst: str, need: int, t: int, dur: int) -> bool:
+        return any(self.carries(p, need, t, t + dur) for p in self.simple_paths(src, dst))
+
+    def start_breakpoints(self, dur: int) -> set[int]:
+        """Where feasibility of a start can change: a booking's end, or `dur` before its start."""
+        points: set[int] = set()
+        for b in self.bookings:
+            points.add(to_us(b.end, "e"))
+            points.add(to_us(b.start, "s") - dur + 1)
+        return points
+
+
+def key(path: list[Link]) -> tuple[int, float]:
+    return (len(path), sum(lk.length_miles for lk in path))
+
+
+def same_key(a: tuple[int, float], b: tuple[int, float]) -> bool:
+    return a[0] == b[0] and math.isclose(a[1], b[1])
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[Topology, list[Booking]]:
+    """A small random topology (parallel links and equal lengths likely) with bookings."""
+    n = draw(st.integers(2, 5))
+    nodes = [f"n{k}" for k in range(n)]
+    ends = draw(
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]),
+            min_size=1,
+            max_size=7,
+        )
+    )
+    links = []
+    ports: dict[str, list[str]] = {node: [] for node in nodes}
+    for k, (a, b) in enumerate(ends):
+        capacity = draw(st.sampled_from([4, 6, 10]))
+        ports[nodes[a]].append(f"p{k}")
+        ports[nodes[b]].append(f"p{k}")
+        links.append(
+            Link(
+                id=f"l{k}",
+                a=f"{nodes[a]}:p{k}",
+                b=f"{nodes[b]}:p{k}",
+                layer="lanphy",
+                length_miles=draw(st.integers(0, 5)),
+                capacity_mbps=capacity,
+                granularity_mbps=draw(st.sampled_from([1, 2, 3])),
+            )
+        )
+    topology = Topology(
+        "random",
+        [Site(id="S")],
+        [Node(id=node, site="S", kind="edge", ports=tuple(ports[node])) for node in nodes],
+        links,
+    )
+    bookings = []
+    for _ in range(draw(st.integers(0, 8))):
+        link = draw(st.sampled_from(links))
+        start = draw(st.integers(0, 30))
+        bookings.append(
+            Booking(
+                link.id,
+                at(start),
+                at(start + draw(st.integers(1, 15))),
+                draw(st.integers(1, link.capacity_mbps)),
+            )
+        )
+    return topology, bookings

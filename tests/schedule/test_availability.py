@@ -1,0 +1,289 @@
+"""The four queries against the brute-force oracle, and bad input."""
+
+from datetime import datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from longhaul.errors import InputError
+from longhaul.schedule import Availability, Booking, bookings_along
+from longhaul.schedule.instants import to_us
+from longhaul.topology import usn
+
+from .oracle import T0, Oracle, at, key, same_key, scenarios
+
+ends = st.tuples(st.integers(0, 4), st.integers(0, 4)).filter(lambda e: e[0] != e[1])
+SECOND = 1_000_000
+
+
+def node_pair(topology, pair):
+    names = sorted(topology.nodes)
+    return names[pair[0] % len(names)], names[pair[1] % len(names)]
+
+
+@given(scenarios(), ends, st.integers(1, 10), st.integers(-2, 40), st.integers(1, 20))
+def test_fixed_slot_matches_oracle(scenario, pair, need, start, length):
+    topology, bookings = scenario
+    src, dst = node_pair(topology, pair)
+    if src == dst:
+        return
+    oracle = Oracle(topology, bookings)
+    lo, hi = to_us(at(start), "s"), to_us(at(start + length), "e")
+    feasible = [p for p in oracle.simple_paths(src, dst) if oracle.carries(p, need, lo, hi)]
+    path = Availability(topology, bookings).fixed_slot(
+        src, dst, need, at(start), at(start + length)
+    )
+    if not feasible:
+        assert path is None
+        return
+    assert path is not None
+    links = [hop.link for hop in path.hops]
+    assert path.nodes[0] == src and path.nodes[-1] == dst
+    assert oracle.carries(links, need, lo, hi)
+    assert same_key(key(links), min(key(p) for p in feasible))
+
+
+@given(scenarios(), ends, st.integers(-2, 40), st.integers(1, 20))
+def test_max_bandwidth_matches_oracle(scenario, pair, start, length):
+    topology, bookings = scenario
+    src, dst = node_pair(topology, pair)
+    if src == dst:
+        return
+    oracle = Oracle(topology, bookings)
+    lo, hi = to_us(at(start), "s"), to_us(at(start + length), "e")
+    paths = oracle.simple_paths(src, dst)
+    best = max((oracle.width(p, lo, hi) for p in paths), default=0)
+    got = Availability(topology, bookings).max_bandwidth(src, dst, at(start), at(start + length))
+    assert got.bandwidth_mbps == best
+    if best == 0:
+        assert got.path is None
+        return
+    assert got.path is not None
+    links = [hop.link for hop in got.path.hops]
+    assert oracle.width(links, lo, hi) >= best
+    widest = [p for p in paths if oracle.width(p, lo, hi) >= best]
+    assert same_key(key(links), min(key(p) for p in widest))
+
+
+@given(
+    scenarios(),
+    ends,
+    st.integers(1, 10),
+    st.integers(1, 12),
+    st.integers(-5, 30),
+    st.integers(1, 40),
+)
+def test_all_slots_matches_oracle(scenario, pair, need, dur_s, start, width):
+    topology, bookings = scenario
+    src, dst = node_pair(topology, pair)
+    if src == dst:
+        return
+    oracle = Oracle(topology, bookings)
+    dur = dur_s * SECOND
+    lo, hi = to_us(at(start), "s"), to_us(at(start + width), "e")
+    slots = Availability(topology, bookings).all_slots(
+        src, dst, need, timedelta(seconds=dur_s), (at(start), at(start + width))
+    )
+    # Both sets change only at these points; agreeing on each and just before the first
+    # means they are equal.
+    points = {lo, hi - dur + 1} | oracle.start_breakpoints(dur)
+    assert set(slots.starts.bounds) <= points
+    for t in sorted(points | {min(points) - 1}):
+        expected = lo <= t <= hi - dur and oracle.feasible_start(src, dst, need, t, dur)
+        assert (t in slots.starts) == expected, t
+    for first, _last in slots.windows():
+        path = slots.path_at(first)
+        links = [hop.link for hop in path.hops]
+        assert oracle.carries(links, need, to_us(first, "t"), to_us(first, "t") + dur)
+
+
+@given(scenarios(), ends, st.integers(1, 10), st.integers(1, 12), st.integers(-5, 40))
+def test_earliest_start_matches_oracle(scenario, pair, need, dur_s, not_before):
+    topology, bookings = scenario
+    src, dst = node_pair(topology, pair)
+    if src == dst:
+        return
+    oracle = Oracle(topology, bookings)
+    dur = dur_s * SECOND
+    first = to_us(at(not_before), "nb")
+    candidates = sorted(
+        {first} | {to_us(b.end, "e") for b in bookings if to_us(b.end, "e") > first}
+    )
+    expected = next((t for t in candidates if oracle.feasible_start(src, dst, need, t, dur)), None)
+    got = Availability(topology, bookings).earliest_start(
+        src, dst, need, timedelta(seconds=dur_s), at(not_before)
+    )
+    if expected is None:
+        assert got is None
+        return
+    assert got is not None
+    assert to_us(got.start, "start") == expected
+    links = [hop.link for hop in got.path.hops]
+    assert oracle.carries(links, need, expected, expected + dur)
+
+
+@given(scenarios(), st.data())
+def test_bookings_added_then_released_leave_the_answers_unchanged(scenario, data):
+    topology, bookings = scenario
+    extra = bookings[: data.draw(st.integers(0, len(bookings)))]
+    base = Availability(topology, bookings)
+    round_trip = base.with_bookings(extra).without_bookings(extra)
+    src, dst = node_pair(topology, data.draw(ends))
+    if src == dst:
+        return
+    window = (at(0), at(50))
+    assert round_trip.max_bandwidth(src, dst, *window) == base.max_bandwidth(src, dst, *window)
+    built = Availability(topology, bookings + extra)
+    assert base.with_bookings(extra).all_slots(
+        src, dst, 1, timedelta(seconds=3), window
+    ).starts == (built.all_slots(src, dst, 1, timedelta(seconds=3), window).starts)
+
+
+# -- granules and the equal-bookings case on USN ---------------------------------------
+
+
+def test_a_request_books_whole_granules():
+    topology = usn()
+    oc192 = topology.links["ornl-chicago-1"]
+    assert oc192.booked_mbps(5000) == 5100  # 34 granules of 150 Mb/s
+    assert oc192.booked_mbps(150) == 150
+    assert oc192.bookable_mbps(9599) == 9450
+    avail = Availability(topology, [Booking("ornl-chicago-1", T0, at(3600), 4800)])
+    # 4,800 Mb/s is 32 granules exactly; 4,801 needs 33 and 4,950 + 4,800 > 9,600.
+    assert avail.min_free_mbps("ornl-chicago-1", T0, at(10)) == 4800
+    assert avail.max_bandwidth("ornl-cdci", "chicago-cdci", T0, at(10)).bandwidth_mbps == 9600
+    only_one = Availability(
+        topology, [Booking("ornl-chicago-2", T0, at(3600), 4800)]
+    ).with_bookings([Booking("ornl-chicago-1", T0, at(3600), 4800)])
+    assert only_one.fixed_slot("ornl-cdci", "chicago-cdci", 4800, T0, at(10)) is not None
+    assert only_one.fixed_slot("ornl-cdci", "chicago-cdci", 4801, T0, at(10)) is None
+
+
+def test_two_equal_bookings_at_the_same_instant_count_twice():
+    topology = usn()
+    path = Availability(topology).fixed_slot("ORNL", "CHICAGO", 4800, T0, at(3600))
+    assert path is not None
+    both_circuits = [
+        Booking(link, T0, at(3600), 4800)
+        for link in ("ornl-chicago-1", "ornl-chicago-1", "ornl-chicago-2", "ornl-chicago-2")
+    ]
+    full = Availability(topology, both_circuits)
+    assert full.fixed_slot("ORNL", "CHICAGO", 150, T0, at(3600)) is None
+    assert full.max_bandwidth("ORNL", "CHICAGO", T0, at(3600)).bandwidth_mbps == 0
+    earliest = full.earliest_start("ORNL", "CHICAGO", 150, timedelta(minutes=5), T0)
+    assert earliest is not None and earliest.start == at(3600)
+
+
+def test_a_request_larger_than_any_path_never_starts():
+    avail = Availability(usn())
+    assert avail.earliest_start("ORNL", "SUNNYVALE", 9601, timedelta(hours=1), T0) is None
+    slots = avail.all_slots("ORNL", "SUNNYVALE", 9601, timedelta(hours=1), (T0, at(86400)))
+    assert not slots.starts
+
+
+def test_all_slots_window_shorter_than_duration_is_empty_not_an_error():
+    slots = Availability(usn()).all_slots(
+        "ORNL", "CHICAGO", 100, timedelta(hours=2), (T0, at(3600))
+    )
+    assert slots.windows() == []
+
+
+def test_booking_a_slot_removes_it_from_all_slots():
+    avail = Availability(usn())
+    day = (T0, at(86400))
+    path = avail.fixed_slot("ORNL", "SUNNYVALE", 9600, at(3600), at(7200))
+    assert path is not None
+    other = avail.with_bookings(bookings_along(path, at(3600), at(7200), 9600))
+    path2 = other.fixed_slot("ORNL", "SUNNYVALE", 9600, at(3600), at(7200))
+    assert path2 is not None and set(path2.link_ids).isdisjoint(path.link_ids)
+    full = other.with_bookings(bookings_along(path2, at(3600), at(7200), 9600))
+    slots = full.all_slots("ORNL", "SUNNYVALE", 9600, timedelta(minutes=30), day)
+    assert slots.windows() == [(T0, at(3600 - 1800)), (at(7200), at(86400 - 1800))]
+
+
+# -- bad input names the field ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def avail():
+    return Availability(usn())
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda a: a.fixed_slot("NOWHERE", "CHICAGO", 100, T0, at(60)), "src"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAG", 100, T0, at(60)), "dst"),
+        (lambda a: a.fixed_slot("ORNL", "ornl-cdci", 100, T0, at(60)), "dst"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAGO", 0, T0, at(60)), "bandwidth_mbps"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAGO", -5, T0, at(60)), "bandwidth_mbps"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAGO", 1.5, T0, at(60)), "bandwidth_mbps"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAGO", 100, at(60), T0), "end"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAGO", 100, T0, T0), "end"),
+        (lambda a: a.fixed_slot("ORNL", "CHICAGO", 100, datetime(2030, 1, 1), at(60)), "start"),
+        (lambda a: a.max_bandwidth("ORNL", "CHICAGO", T0, datetime(2030, 2, 1)), "end"),
+        (
+            lambda a: a.earliest_start("ORNL", "CHICAGO", 100, timedelta(0), T0),
+            "duration",
+        ),
+        (
+            lambda a: a.earliest_start("ORNL", "CHICAGO", 100, timedelta(1), datetime(2030, 1, 1)),
+            "not_before",
+        ),
+        (
+            lambda a: a.all_slots("ORNL", "CHICAGO", 100, timedelta(hours=1), (at(60), T0)),
+            "window.end",
+        ),
+        (
+            lambda a: a.all_slots("ORNL", "CHICAGO", 100, timedelta(hours=1), (T0, T0)),
+            "window.end",
+        ),
+        (
+            lambda a: Availability(a.topology, [Booking("nope", T0, at(1), 1)]),
+            "bookings[0].link_id",
+        ),
+        (
+            lambda a: Availability(a.topology, [Booking("ornl-xc-1", at(5), at(1), 1)]),
+            "bookings[0].end",
+        ),
+    ],
+)
+def test_bad_input_raises_input_error_naming_the_field(avail, call, field):
+    with pytest.raises(InputError) as caught:
+        call(avail)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{field}: ")
+
+
+def test_unknown_node_suggests_a_close_name(avail):
+    with pytest.raises(InputError, match="did you mean 'CHICAGO'"):
+        avail.fixed_slot("ORNL", "CHICAG", 100, T0, at(60))
+
+
+def test_naive_time_error_shows_how_to_fix_it(avail):
+    with pytest.raises(
+        InputError, match=r"has no time zone; give one, e\.g\. 2030-01-01T00:00:00\+00:00"
+    ):
+        avail.fixed_slot("ORNL", "CHICAGO", 100, datetime(2030, 1, 1), at(60))
+
+
+def test_path_at_rejects_an_infeasible_start(avail):
+    full = avail.with_bookings(
+        [Booking(k, T0, at(3600), 9600) for k in ("ornl-chicago-1", "ornl-chicago-2")]
+    )
+    slots = full.all_slots("ORNL", "CHICAGO", 100, timedelta(minutes=10), (T0, at(7200)))
+    with pytest.raises(InputError) as caught:
+        slots.path_at(T0)
+    assert caught.value.field == "start"
+    assert slots.path_at(at(3600)).link_ids == ("ornl-chicago-1",)
+
+
+@pytest.mark.parametrize("busy_s", [0, 1, 599, 600, 601, 1800, 4199, 4200, 4201, 9000, 86400])
+def test_earliest_start_is_exact_wherever_the_busy_time_ends(busy_s):
+    # The search looks in windows that double from the duration (600 s here); the answer
+    # must not depend on where it falls among them.
+    busy = [Booking(k, at(-3600), at(busy_s), 9600) for k in ("ornl-chicago-1", "ornl-chicago-2")]
+    avail = Availability(usn(), busy) if busy_s else Availability(usn())
+    got = avail.earliest_start("ORNL", "CHICAGO", 100, timedelta(seconds=600), T0)
+    assert got is not None and got.start == at(busy_s)
