@@ -3,8 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul.schedule.intervals import IntervalSet
-from longhaul.schedule.timeline import FreeTimeline
+from longhaul.schedule import FreeTimeline, IntervalSet
 
 CAPACITY = 10
 loads = st.lists(

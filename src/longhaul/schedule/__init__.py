@@ -1,8 +1,10 @@
 """Bandwidth scheduling: interval sets, free bandwidth per link, the four path queries.
 
-Pure functions and values: no clock, no database, no network.
+Pure functions and values: no clock, no database, no network. The searches and the
+algebra run in the Rust core (crates/schedule); this package is their Python face.
 """
 
+from longhaul._schedule import FreeTimeline
 from longhaul.schedule.availability import (
     Availability,
     Booking,
@@ -12,7 +14,6 @@ from longhaul.schedule.availability import (
     bookings_along,
 )
 from longhaul.schedule.intervals import NEG_INF, POS_INF, IntervalSet
-from longhaul.schedule.timeline import FreeTimeline
 
 __all__ = [
     "NEG_INF",

@@ -11,19 +11,20 @@ time. It answers the USN queries (SYSTEM.md §2) between two nodes:
 A request books whole granules on each link it crosses (`Link.booked_mbps`), so the same
 request may take a little more on a SONET link than on an Ethernet one. Nothing here
 reads a clock or a database: times are arguments.
+
+The searches run in the Rust core (crates/schedule): this module checks and converts
+what users give (names, datetimes) and turns the answers back into paths and datetimes.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from longhaul import _schedule as core
 from longhaul.errors import InputError
-from longhaul.schedule import graph as search
-from longhaul.schedule.graph import Graph, Step
 from longhaul.schedule.instants import (
     bandwidth,
     duration_us,
@@ -32,8 +33,7 @@ from longhaul.schedule.instants import (
     to_us,
 )
 from longhaul.schedule.intervals import NEG_INF, IntervalSet
-from longhaul.schedule.timeline import FreeTimeline
-from longhaul.topology import Hop, Path, Topology
+from longhaul.topology import Hop, Link, Path, Topology
 
 
 @dataclass(frozen=True)
@@ -99,22 +99,24 @@ class Availability:
 
     def __init__(self, topology: Topology, bookings: Iterable[Booking] = ()) -> None:
         self.topology = topology
-        self._graph = Graph.of(topology)
-        loads: defaultdict[int, list[tuple[int, int, int]]] = defaultdict(list)
-        for k, booking in enumerate(bookings):
-            link, start, end, mbps = self._load_of(booking, f"bookings[{k}]")
-            loads[link].append((start, end, mbps))
-        self._timelines = [
-            FreeTimeline.build(lk.capacity_mbps, loads[k]) for k, lk in enumerate(self._graph.links)
-        ]
+        self._index = _Index.of(topology)
+        links = self._index.links
+        idle = core.Network(
+            len(self._index.node_ids),
+            [self._index.ends(link) for link in links],
+            [link.length_miles for link in links],
+            [link.capacity_mbps for link in links],
+            [link.granularity_mbps for link in links],
+        )
+        self._net = idle.with_bookings(self._loads(bookings))
 
     def with_bookings(self, bookings: Iterable[Booking]) -> Availability:
         """A new availability with `bookings` added; this one is unchanged."""
-        return self._changed(bookings, sign=1)
+        return self._changed(self._net.with_bookings(self._loads(bookings)))
 
     def without_bookings(self, bookings: Iterable[Booking]) -> Availability:
         """A new availability with `bookings` (made earlier) released."""
-        return self._changed(bookings, sign=-1)
+        return self._changed(self._net.with_bookings(self._loads(bookings), release=True))
 
     # -- the four queries -----------------------------------------------------------
 
@@ -128,7 +130,7 @@ class Availability:
         s, d = self._ends(src, dst)
         need = bandwidth(bandwidth_mbps)
         lo, hi = span_us(start, end, "start", "end")
-        return self._fixed_slot(s, d, need, lo, hi)
+        return self._path(self._net.fixed_slot(s, d, need, lo, hi))
 
     def earliest_start(
         self,
@@ -146,10 +148,10 @@ class Availability:
         need = bandwidth(bandwidth_mbps)
         dur = duration_us(duration)
         first = to_us(not_before, "not_before")
-        start = self._earliest_us(s, d, need, dur, first)
+        start = self._net.earliest(s, d, need, dur, first)
         if start is None:
             return None
-        path = self._fixed_slot(s, d, need, start, start + dur)
+        path = self._path(self._net.fixed_slot(s, d, need, start, start + dur))
         assert path is not None, "the earliest start was found feasible"
         return EarliestStart(from_us(start), path)
 
@@ -161,15 +163,8 @@ class Availability:
         """
         s, d = self._ends(src, dst)
         lo, hi = span_us(start, end, "start", "end")
-        links, timelines = self._graph.links, self._timelines
-
-        def width(link: int) -> int:
-            return links[link].bookable_mbps(timelines[link].min_free(lo, hi))
-
-        best = search.widest_width(self._graph, s, d, width)
-        if best <= 0:
-            return WidestPath(0, None)
-        return WidestPath(best, self._fixed_slot(s, d, best, lo, hi))
+        best, steps = self._net.max_bandwidth(s, d, lo, hi)
+        return WidestPath(best, self._path(steps))
 
     def all_slots(
         self,
@@ -187,15 +182,9 @@ class Availability:
         if not isinstance(window, tuple) or len(window) != 2:
             raise InputError("window", "expected (start, end)")
         lo, hi = span_us(window[0], window[1], "window.start", "window.end")
-        starts = self._slots_us(s, d, need, dur, lo, hi - dur + 1)
-        return Slots(
-            IntervalSet.from_flat(starts),
-            duration,
-            need,
-            self._graph.node_ids[s],
-            self._graph.node_ids[d],
-            self,
-        )
+        starts = self._net.slots(s, d, need, dur, lo, hi - dur + 1)
+        node_ids = self._index.node_ids
+        return Slots(IntervalSet.from_flat(starts), duration, need, node_ids[s], node_ids[d], self)
 
     # -- what the free bandwidth looks like -----------------------------------------
 
@@ -205,102 +194,83 @@ class Availability:
         """(instant, free Mb/s) at `start` and wherever it changes before `end`."""
         link = self._link_index(link_id, "link_id")
         lo, hi = span_us(start, end, "start", "end")
-        return [(from_us(t), free) for t, free in self._timelines[link].steps(lo, hi)]
+        return [(from_us(t), free) for t, free in self._net.steps(link, lo, hi)]
 
     def min_free_mbps(self, link_id: str, start: datetime, end: datetime) -> int:
         link = self._link_index(link_id, "link_id")
         lo, hi = span_us(start, end, "start", "end")
-        return self._timelines[link].min_free(lo, hi)
+        return self._net.min_free(link, lo, hi)
 
     @property
     def last_change(self) -> datetime | None:
         """The last instant at which any link's free bandwidth changes (None if none does)."""
-        last = self._last_change_us()
+        last = self._net.last_change()
         return None if last == NEG_INF else from_us(last)
 
     # -- inside ----------------------------------------------------------------------
 
-    def _fixed_slot(self, s: int, d: int, need: int, lo: int, hi: int) -> Path | None:
-        links, timelines = self._graph.links, self._timelines
+    def _changed(self, net: core.Network) -> Availability:
+        new = object.__new__(Availability)
+        new.topology, new._index, new._net = self.topology, self._index, net
+        return new
 
-        def usable(link: int) -> bool:
-            return links[link].booked_mbps(need) <= timelines[link].min_free(lo, hi)
-
-        steps = search.fewest_hops(self._graph, s, d, usable)
-        return None if steps is None else self._path(steps)
-
-    def _slots_us(self, s: int, d: int, need: int, dur: int, first: int, stop: int) -> list[int]:
-        """Feasible starts in [first, stop)."""
-        if stop <= first:
-            return []
-        links, timelines = self._graph.links, self._timelines
-        window_end = stop + dur - 1
-
-        def starts_on(link: int) -> list[int]:
-            booked = links[link].booked_mbps(need)
-            return timelines[link].free_starts(booked, first, window_end, dur)
-
-        return search.reachable_starts(self._graph, s, d, [first, stop], starts_on)
-
-    def _earliest_us(self, s: int, d: int, need: int, dur: int, first: int) -> int | None:
-        links = self._graph.links
-
-        def fits_when_idle(link: int) -> bool:
-            return links[link].booked_mbps(need) <= links[link].capacity_mbps
-
-        if search.fewest_hops(self._graph, s, d, fits_when_idle) is None:
+    def _path(self, steps: list[core.Step] | None) -> Path | None:
+        if steps is None:
             return None
-        # After the last change every link is idle, so a start there is feasible; search
-        # up to it in windows that double, so that an early answer is found cheaply.
-        last = max(first, self._last_change_us())
-        span = dur
-        while first <= last:
-            stop = min(first + span, last + 1)
-            found = self._slots_us(s, d, need, dur, first, stop)
-            if found:
-                return found[0]
-            first, span = stop, span * 2
-        return None
-
-    def _last_change_us(self) -> int:
-        return max(t.times[-1] for t in self._timelines) if self._timelines else NEG_INF
-
-    def _path(self, steps: list[Step]) -> Path:
-        g = self._graph
-        return Path(tuple(Hop(g.links[k], g.node_ids[a], g.node_ids[b]) for k, a, b in steps))
+        links, nodes = self._index.links, self._index.node_ids
+        return Path(tuple(Hop(links[k], nodes[a], nodes[b]) for k, a, b in steps))
 
     def _ends(self, src: str, dst: str) -> tuple[int, int]:
         s = self._node_index(src, "src")
         d = self._node_index(dst, "dst")
         if s == d:
-            raise InputError("dst", f"must differ from src (both are {self._graph.node_ids[s]!r})")
+            node = self._index.node_ids[s]
+            raise InputError("dst", f"must differ from src (both are {node!r})")
         return s, d
 
     def _node_index(self, name: Any, field_name: str) -> int:
         if not isinstance(name, str):
             raise InputError(field_name, f"expected a node or site name, got {name!r}")
-        return self._graph.node_index[self.topology.resolve(name, field_name)]
+        return self._index.node_index[self.topology.resolve(name, field_name)]
 
     def _link_index(self, link_id: Any, field_name: str) -> int:
-        index = self._graph.link_index.get(link_id) if isinstance(link_id, str) else None
+        index = self._index.link_index.get(link_id) if isinstance(link_id, str) else None
         if index is None:
             raise InputError(
                 field_name, f"no link named {link_id!r} in topology {self.topology.name!r}"
             )
         return index
 
-    def _load_of(self, booking: Booking, where: str) -> tuple[int, int, int, int]:
-        link = self._link_index(booking.link_id, f"{where}.link_id")
-        start, end = span_us(booking.start, booking.end, f"{where}.start", f"{where}.end")
-        mbps = bandwidth(booking.bandwidth_mbps, f"{where}.bandwidth_mbps")
-        return link, start, end, self._graph.links[link].booked_mbps(mbps)
-
-    def _changed(self, bookings: Iterable[Booking], sign: int) -> Availability:
-        new = object.__new__(Availability)
-        new.topology = self.topology
-        new._graph = self._graph
-        new._timelines = list(self._timelines)
+    def _loads(self, bookings: Iterable[Booking]) -> list[tuple[int, int, int, int]]:
+        loads = []
         for k, booking in enumerate(bookings):
-            link, start, end, mbps = self._load_of(booking, f"bookings[{k}]")
-            new._timelines[link] = new._timelines[link].with_load(start, end, sign * mbps)
-        return new
+            where = f"bookings[{k}]"
+            link = self._link_index(booking.link_id, f"{where}.link_id")
+            start, end = span_us(booking.start, booking.end, f"{where}.start", f"{where}.end")
+            mbps = bandwidth(booking.bandwidth_mbps, f"{where}.bandwidth_mbps")
+            loads.append((link, start, end, mbps))
+        return loads
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The topology's nodes and links, numbered as the core knows them."""
+
+    node_ids: tuple[str, ...]
+    node_index: dict[str, int]
+    links: tuple[Link, ...]
+    link_index: dict[str, int]
+
+    @classmethod
+    def of(cls, topology: Topology) -> _Index:
+        node_ids = tuple(sorted(topology.nodes))
+        links = tuple(topology.links[link_id] for link_id in sorted(topology.links))
+        return cls(
+            node_ids=node_ids,
+            node_index={node: k for k, node in enumerate(node_ids)},
+            links=links,
+            link_index={link.id: k for k, link in enumerate(links)},
+        )
+
+    def ends(self, link: Link) -> tuple[int, int]:
+        return (self.node_index[link.a.node], self.node_index[link.b.node])

@@ -214,6 +214,16 @@ class Path:
     def rtt_ms(self) -> float:
         return 2 * self.one_way_delay_us / 1000
 
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready description: nodes, links, hop count, length and RTT."""
+        return {
+            "nodes": list(self.nodes),
+            "links": list(self.link_ids),
+            "hops": self.hop_count,
+            "length_miles": round(self.length_miles, 3),
+            "rtt_ms": round(self.rtt_ms, 3),
+        }
+
     def __str__(self) -> str:
         if not self.hops:
             return "(empty path)"

@@ -1,0 +1,48 @@
+# longhaul: `make demo` runs the main job, `make test` runs every check CI runs.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+# uv from PATH, or the copy pip installed as a module when ~/.local/bin is not on PATH.
+UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
+RUN := $(UV) run --locked --quiet
+CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
+
+.PHONY: help setup demo test lint test-rust test-python bench clean
+
+help:
+	@echo "make setup   install everything (uv, Python packages, the Rust extension)"
+	@echo "make demo    the main job: the USN topology and the four path queries on a busy day"
+	@echo "make test    every check: rustfmt, clippy, cargo test, ruff, mypy, pytest"
+	@echo "make lint    formatting and static checks only"
+	@echo "make bench   the benchmarks, as JSON"
+
+setup:
+	@scripts/setup.sh
+	$(UV) sync --locked
+
+demo: setup
+	$(RUN) longhaul topology show
+	@echo
+	$(RUN) longhaul slots --src ORNL --dst SUNNYVALE --bandwidth 5000 --duration 2h \
+		--start 2030-01-07T09:00Z --bookings data/bookings/usn-sample.toml
+
+lint: setup
+	cargo fmt --all --check
+	cargo clippy --locked --workspace --all-targets -- -D warnings
+	$(RUN) ruff check src tests
+	$(RUN) ruff format --check src tests
+	$(RUN) mypy
+
+test-rust: setup
+	cargo test --locked --workspace $(CARGO_TEST_EXCLUDE)
+
+test-python: setup
+	$(RUN) pytest
+
+test: lint test-rust test-python
+
+bench: setup
+	$(RUN) longhaul bench paths --json
+
+clean:
+	rm -rf .venv target .pytest_cache .mypy_cache .ruff_cache .hypothesis src/longhaul/*.so

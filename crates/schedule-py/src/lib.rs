@@ -1,0 +1,308 @@
+//! `longhaul._schedule`: the scheduling core for Python.
+//!
+//! Thin wrappers: they check indices (a bad one is a `ValueError`, never a panic) and
+//! release the GIL while a query runs, so the control plane's threads can answer other
+//! requests meanwhile. Names, datetimes and validation live in `longhaul.schedule`.
+
+// PyO3 extracts Python lists into owned vectors; borrowing them is not an option.
+#![allow(clippy::needless_pass_by_value)]
+// The query methods mirror the Python signatures, py token included.
+#![allow(clippy::too_many_arguments)]
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use longhaul_schedule::{FreeTimeline, Graph, LinkRate, Network, Step, intervals};
+
+type Booking = (usize, i64, i64, i64);
+
+#[pymodule]
+mod _schedule {
+    use super::intervals;
+    #[pymodule_export]
+    use super::{PyFreeTimeline, PyNetwork};
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("NEG_INF", intervals::NEG_INF)?;
+        m.add("POS_INF", intervals::POS_INF)?;
+        Ok(())
+    }
+
+    /// a ⊕ b of two flat interval sets.
+    #[pyfunction]
+    fn union(a: Vec<i64>, b: Vec<i64>) -> Vec<i64> {
+        intervals::union(&a, &b)
+    }
+
+    /// a ⊗ b of two flat interval sets.
+    #[pyfunction]
+    fn intersect(a: Vec<i64>, b: Vec<i64>) -> Vec<i64> {
+        intervals::intersect(&a, &b)
+    }
+
+    #[pyfunction]
+    fn complement(a: Vec<i64>) -> Vec<i64> {
+        intervals::complement(&a)
+    }
+
+    #[pyfunction]
+    fn difference(a: Vec<i64>, b: Vec<i64>) -> Vec<i64> {
+        intervals::difference(&a, &b)
+    }
+
+    /// The starts t with [t, t + duration) inside a.
+    #[pyfunction]
+    fn erode(a: Vec<i64>, duration: i64) -> PyResult<Vec<i64>> {
+        super::positive(duration, "duration")?;
+        Ok(intervals::erode(&a, duration))
+    }
+
+    #[pyfunction]
+    fn contains(a: Vec<i64>, t: i64) -> bool {
+        intervals::contains(&a, t)
+    }
+
+    /// The flat set covering (lo, hi) pairs given in any order.
+    #[pyfunction]
+    fn normalize(pairs: Vec<(i64, i64)>) -> Vec<i64> {
+        intervals::normalize(pairs)
+    }
+}
+
+/// The free bandwidth of one link over time.
+#[pyclass(name = "FreeTimeline", module = "longhaul._schedule", frozen)]
+struct PyFreeTimeline(FreeTimeline);
+
+#[pymethods]
+impl PyFreeTimeline {
+    /// From (start, end, mbps) loads, each taking mbps during [start, end).
+    #[staticmethod]
+    fn build(capacity_mbps: i64, loads: Vec<(i64, i64, i64)>) -> Self {
+        Self(FreeTimeline::build(capacity_mbps, &loads))
+    }
+
+    /// A new timeline with mbps more taken during [start, end) (less, if negative).
+    fn with_load(&self, start: i64, end: i64, mbps: i64) -> Self {
+        let mut timeline = self.0.clone();
+        timeline.add_load(start, end, mbps);
+        Self(timeline)
+    }
+
+    #[getter]
+    fn capacity_mbps(&self) -> i64 {
+        self.0.capacity_mbps()
+    }
+
+    #[getter]
+    fn times(&self) -> Vec<i64> {
+        self.0.times().to_vec()
+    }
+
+    #[getter]
+    fn free(&self) -> Vec<i64> {
+        self.0.free().to_vec()
+    }
+
+    fn free_at(&self, t: i64) -> i64 {
+        self.0.free_at(t)
+    }
+
+    fn min_free(&self, start: i64, end: i64) -> PyResult<i64> {
+        ordered(start, end)?;
+        Ok(self.0.min_free(start, end))
+    }
+
+    fn free_starts(&self, need_mbps: i64, lo: i64, hi: i64, duration: i64) -> PyResult<Vec<i64>> {
+        ordered(lo, hi)?;
+        positive(duration, "duration")?;
+        Ok(self.0.free_starts(need_mbps, lo, hi, duration))
+    }
+
+    fn steps(&self, start: i64, end: i64) -> PyResult<Vec<(i64, i64)>> {
+        ordered(start, end)?;
+        Ok(self.0.steps(start, end))
+    }
+}
+
+/// Links with rates and free-bandwidth timelines; answers the four queries in microseconds.
+#[pyclass(name = "Network", module = "longhaul._schedule", frozen)]
+struct PyNetwork(Network);
+
+#[pymethods]
+impl PyNetwork {
+    #[new]
+    fn new(
+        nodes: usize,
+        ends: Vec<(usize, usize)>,
+        lengths_miles: Vec<f64>,
+        capacities_mbps: Vec<i64>,
+        granularities_mbps: Vec<i64>,
+    ) -> PyResult<Self> {
+        let links = ends.len();
+        if [
+            lengths_miles.len(),
+            capacities_mbps.len(),
+            granularities_mbps.len(),
+        ] != [links; 3]
+        {
+            return Err(PyValueError::new_err(
+                "one length, capacity and granularity per link",
+            ));
+        }
+        if let Some(link) = ends.iter().position(|&(a, b)| a >= nodes || b >= nodes) {
+            return Err(PyValueError::new_err(format!(
+                "link {link} names a node out of range"
+            )));
+        }
+        for &granularity in &granularities_mbps {
+            positive(granularity, "granularity_mbps")?;
+        }
+        let rates = capacities_mbps
+            .into_iter()
+            .zip(granularities_mbps)
+            .map(|(capacity_mbps, granularity_mbps)| LinkRate {
+                capacity_mbps,
+                granularity_mbps,
+            })
+            .collect();
+        Ok(Self(Network::new(
+            Graph::new(nodes, ends, lengths_miles),
+            rates,
+        )))
+    }
+
+    /// A new network with (link, start, end, mbps) bookings added (released, with release=True).
+    #[pyo3(signature = (bookings, release = false))]
+    fn with_bookings(
+        &self,
+        py: Python<'_>,
+        bookings: Vec<Booking>,
+        release: bool,
+    ) -> PyResult<Self> {
+        for &(link, start, end, mbps) in &bookings {
+            self.link(link)?;
+            ordered(start, end)?;
+            positive(mbps, "mbps")?;
+        }
+        let mut network = self.0.clone();
+        py.detach(|| network.add_bookings(&bookings, release));
+        Ok(Self(network))
+    }
+
+    fn fixed_slot(
+        &self,
+        py: Python<'_>,
+        src: usize,
+        dst: usize,
+        need: i64,
+        lo: i64,
+        hi: i64,
+    ) -> PyResult<Option<Vec<Step>>> {
+        self.ends(src, dst)?;
+        ordered(lo, hi)?;
+        Ok(py.detach(|| self.0.fixed_slot(src, dst, need, lo, hi)))
+    }
+
+    fn max_bandwidth(
+        &self,
+        py: Python<'_>,
+        src: usize,
+        dst: usize,
+        lo: i64,
+        hi: i64,
+    ) -> PyResult<(i64, Option<Vec<Step>>)> {
+        self.ends(src, dst)?;
+        ordered(lo, hi)?;
+        Ok(py.detach(|| self.0.max_bandwidth(src, dst, lo, hi)))
+    }
+
+    fn slots(
+        &self,
+        py: Python<'_>,
+        src: usize,
+        dst: usize,
+        need: i64,
+        duration: i64,
+        first: i64,
+        stop: i64,
+    ) -> PyResult<Vec<i64>> {
+        self.ends(src, dst)?;
+        positive(duration, "duration")?;
+        Ok(py.detach(|| self.0.slots(src, dst, need, duration, first, stop)))
+    }
+
+    fn earliest(
+        &self,
+        py: Python<'_>,
+        src: usize,
+        dst: usize,
+        need: i64,
+        duration: i64,
+        first: i64,
+    ) -> PyResult<Option<i64>> {
+        self.ends(src, dst)?;
+        positive(duration, "duration")?;
+        Ok(py.detach(|| self.0.earliest(src, dst, need, duration, first)))
+    }
+
+    fn timeline(&self, link: usize) -> PyResult<PyFreeTimeline> {
+        self.link(link)?;
+        Ok(PyFreeTimeline(self.0.timeline(link).clone()))
+    }
+
+    fn min_free(&self, link: usize, lo: i64, hi: i64) -> PyResult<i64> {
+        self.link(link)?;
+        ordered(lo, hi)?;
+        Ok(self.0.timeline(link).min_free(lo, hi))
+    }
+
+    fn steps(&self, link: usize, lo: i64, hi: i64) -> PyResult<Vec<(i64, i64)>> {
+        self.link(link)?;
+        ordered(lo, hi)?;
+        Ok(self.0.timeline(link).steps(lo, hi))
+    }
+
+    fn last_change(&self) -> i64 {
+        self.0.last_change()
+    }
+}
+
+impl PyNetwork {
+    fn link(&self, link: usize) -> PyResult<()> {
+        if link < self.0.graph().links() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!("no link {link}")))
+        }
+    }
+
+    fn ends(&self, src: usize, dst: usize) -> PyResult<()> {
+        let nodes = self.0.graph().nodes();
+        if src >= nodes || dst >= nodes {
+            return Err(PyValueError::new_err(format!("no node {}", src.max(dst))));
+        }
+        Ok(())
+    }
+}
+
+fn ordered(start: i64, end: i64) -> PyResult<()> {
+    if start < end {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "empty span [{start}, {end})"
+        )))
+    }
+}
+
+fn positive(value: i64, name: &str) -> PyResult<()> {
+    if value > 0 {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{name} must be positive, got {value}"
+        )))
+    }
+}

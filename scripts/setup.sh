@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what longhaul needs on a fresh Debian 12 machine that has python3 and cargo.
+# Idempotent: a second run only checks. Run by `make setup` (and so by `make test`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31msetup:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# uv manages the Python side. It comes from PyPI through pip when it is missing.
+if ! command -v uv >/dev/null 2>&1 && ! python3 -m uv --version >/dev/null 2>&1; then
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        [ "$(id -u)" = 0 ] || die "pip is missing; run as root or install python3-pip"
+        say "installing pip (apt-get install python3-pip)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+    fi
+    say "installing uv from PyPI"
+    # Debian marks its Python externally managed (PEP 668); uv is a standalone tool.
+    python3 -m pip install --quiet uv 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages uv
+fi
+
+# Rust: the toolchain must know edition 2024; clippy and rustfmt are checked by `make test`.
+command -v cargo >/dev/null 2>&1 || die "cargo is missing; install Rust with rustup (https://rustup.rs)"
+rustc_minor=$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')
+[ "${rustc_minor:-0}" -ge 85 ] || die "Rust $(rustc --version) is too old; longhaul needs 1.85 or later (rustup update stable)"
+for component in clippy rustfmt; do
+    if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        command -v rustup >/dev/null 2>&1 || die "cargo $component is missing and rustup is not there to add it"
+        say "adding the Rust component $component"
+        rustup component add "$component"
+    fi
+done

@@ -1,0 +1,179 @@
+"""`longhaul bench paths`: latency of the four path queries on loaded topologies.
+
+For each topology (USN, and synthetic networks of 100 and 1,000 nodes with about four
+links per node), 10,000 random reservations are booked the way the control plane would
+book them: a random request (endpoints, bandwidth, a start within 30 days, a duration
+from 15 minutes to 12 hours) is checked with `fixed_slot` and booked on the path found,
+or else at its `earliest_start`. Links therefore fill up to their capacity, never beyond.
+Then each query runs on fresh random requests and its latency is recorded.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from longhaul.schedule import Availability, bookings_along
+from longhaul.topology import Topology, usn
+from longhaul.topology.synthetic import random_topology
+
+T0 = datetime(2030, 1, 7, tzinfo=UTC)
+HORIZON = timedelta(days=30)
+ALL_SLOTS_WINDOW = timedelta(days=7)
+QUERIES = ("fixed_slot", "earliest_start", "max_bandwidth", "all_slots")
+_BANDWIDTHS_MBPS = (150, 300, 600, 1000, 1200, 2400, 4800)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run measures."""
+
+    topologies: tuple[str, ...] = ("usn", "n100", "n1000")
+    reservations: int = 10_000
+    samples: int = 1000
+    seed: int = 1
+
+
+Progress = Callable[[str, int, int], None]
+"""(what, done, total) — how far a long step has got."""
+
+
+def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
+    report: dict[str, Any] = {"topologies": {}}
+    for name in plan.topologies:
+        rng = random.Random(f"{plan.seed}-{name}")
+        topology = _topology(name, plan.seed)
+        started = time.perf_counter()
+        avail, stats = _admit(topology, plan.reservations, rng, name, progress)
+        entry: dict[str, Any] = {
+            "nodes": len(topology.nodes),
+            "links": len(topology.links),
+            **stats,
+            "booking_s": round(time.perf_counter() - started, 2),
+        }
+        entry |= _measure_queries(avail, plan.samples, rng, name, progress)
+        report["topologies"][name] = entry
+    report["workload"] = {
+        "horizon_days": HORIZON.days,
+        "all_slots_window_days": ALL_SLOTS_WINDOW.days,
+        "bandwidths_mbps": list(_BANDWIDTHS_MBPS),
+        "duration_minutes": [15, 720],
+        "samples_per_query": plan.samples,
+        "seed": plan.seed,
+    }
+    return report
+
+
+def _topology(name: str, seed: int) -> Topology:
+    if name == "usn":
+        return usn()
+    if name.startswith("n") and name[1:].isdigit():
+        return random_topology(int(name[1:]), degree=4, seed=seed)
+    raise ValueError(f"unknown benchmark topology {name!r}; use usn or nN (e.g. n100)")
+
+
+def _request(rng: random.Random, nodes: list[str]) -> tuple[str, str, int, timedelta]:
+    src, dst = rng.sample(nodes, 2)
+    minutes = round(15 * (720 / 15) ** rng.random())  # log-uniform between 15 min and 12 h
+    return src, dst, rng.choice(_BANDWIDTHS_MBPS), timedelta(minutes=minutes)
+
+
+def _instant(rng: random.Random, span: timedelta = HORIZON) -> datetime:
+    return T0 + timedelta(minutes=rng.randrange(int(span.total_seconds() // 60)))
+
+
+def _admit(
+    topology: Topology, count: int, rng: random.Random, name: str, progress: Progress | None
+) -> tuple[Availability, dict[str, Any]]:
+    """Book `count` random reservations as users would: at the slot asked for when it is
+    free, else at the earliest start after it; requests no path could ever carry are
+    drawn again."""
+    avail = Availability(topology)
+    nodes = sorted(topology.nodes)
+    link_bookings = moved = redrawn = 0
+    last_end = T0
+    for k in range(count):
+        while True:
+            src, dst, mbps, duration = _request(rng, nodes)
+            start = _instant(rng)
+            path = avail.fixed_slot(src, dst, mbps, start, start + duration)
+            if path is None:
+                earliest = avail.earliest_start(src, dst, mbps, duration, start)
+                if earliest is None:
+                    redrawn += 1
+                    continue
+                start, path = earliest
+                moved += 1
+            break
+        avail = avail.with_bookings(bookings_along(path, start, start + duration, mbps))
+        link_bookings += path.hop_count
+        last_end = max(last_end, start + duration)
+        if progress and (k + 1) % 250 == 0:
+            progress(f"{name}: booking reservations", k + 1, count)
+    stats = {
+        "reservations": count,
+        "link_bookings": link_bookings,
+        "moved_to_earliest_start": moved,
+        "redrawn_never_fit": redrawn,
+        "bookings_span_days": round((last_end - T0) / timedelta(days=1), 1),
+    }
+    return avail, stats
+
+
+def _measure_queries(
+    avail: Availability, samples: int, rng: random.Random, name: str, progress: Progress | None
+) -> dict[str, Any]:
+    nodes = sorted(avail.topology.nodes)
+    times: dict[str, list[float]] = {query: [] for query in QUERIES}
+    found = dict.fromkeys(times, 0)
+    for k in range(samples):
+        src, dst, mbps, duration = _request(rng, nodes)
+        start = _instant(rng)
+        with _timed(times["fixed_slot"]):
+            path = avail.fixed_slot(src, dst, mbps, start, start + duration)
+        found["fixed_slot"] += path is not None
+        with _timed(times["earliest_start"]):
+            earliest = avail.earliest_start(src, dst, mbps, duration, start)
+        found["earliest_start"] += earliest is not None
+        with _timed(times["max_bandwidth"]):
+            widest = avail.max_bandwidth(src, dst, start, start + duration)
+        found["max_bandwidth"] += widest.bandwidth_mbps > 0
+        window = (start, start + ALL_SLOTS_WINDOW)
+        with _timed(times["all_slots"]):
+            slots = avail.all_slots(src, dst, mbps, duration, window)
+        found["all_slots"] += bool(slots.starts)
+        if progress and (k + 1) % 10 == 0:
+            progress(f"{name}: timing queries", k + 1, samples)
+    return {
+        query: {
+            "p50_ms": round(_percentile(ms, 50), 3),
+            "p99_ms": round(_percentile(ms, 99), 3),
+            "mean_ms": round(statistics.fmean(ms), 3),
+            "answered": found[query],
+            "samples": len(ms),
+        }
+        for query, ms in times.items()
+    }
+
+
+@contextmanager
+def _timed(into: list[float]) -> Iterator[None]:
+    started = time.perf_counter_ns()
+    yield
+    into.append((time.perf_counter_ns() - started) / 1e6)
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = pct / 100 * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)

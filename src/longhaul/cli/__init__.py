@@ -1,0 +1,43 @@
+"""The `longhaul` command. Thin: each subcommand parses its options and calls the library."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.text import Text
+
+from longhaul import __version__
+from longhaul.cli import bench, slots, topology
+from longhaul.cli.common import err_console
+from longhaul.errors import InputError
+from longhaul.topology import TopologyError
+
+app = typer.Typer(
+    name="longhaul",
+    help="Reserve, emulate and profile dedicated wide-area network channels "
+    "(a software UltraScience Net).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+app.add_typer(topology.app, name="topology")
+app.add_typer(bench.app, name="bench")
+app.command(name="slots")(slots.slots)
+
+
+@app.command()
+def version() -> None:
+    """Print longhaul's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Run the command; bad input prints one line saying what to fix, and exits 2."""
+    try:
+        app()
+    except (InputError, TopologyError) as exc:
+        # Plain text: a message may hold brackets (links[0]) and must not be re-wrapped.
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        sys.exit(2)

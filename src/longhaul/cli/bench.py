@@ -1,0 +1,72 @@
+"""`longhaul bench`: benchmarks that print JSON."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from longhaul.bench import paths as paths_bench
+from longhaul.cli.common import console, err_console, print_json
+
+app = typer.Typer(
+    help="Benchmarks; each prints its figures (as JSON with --json).", no_args_is_help=True
+)
+
+
+@app.command()
+def paths(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    topologies: Annotated[
+        str, typer.Option(help="Comma-separated: usn and nN for a synthetic network of N nodes.")
+    ] = "usn,n100,n1000",
+    reservations: Annotated[int, typer.Option(help="Reservations booked per topology.")] = 10_000,
+    samples: Annotated[int, typer.Option(help="Timed queries of each kind per topology.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the random workload.")] = 1,
+) -> None:
+    """Latency (p50/p99 ms) of the four path queries on loaded topologies."""
+    plan = paths_bench.Plan(
+        topologies=tuple(t.strip() for t in topologies.split(",") if t.strip()),
+        reservations=reservations,
+        samples=samples,
+        seed=seed,
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(what, total=total)
+            bar.update(tasks[what], completed=done)
+
+        report = paths_bench.run(plan, progress)
+    if json_output:
+        print_json(report)
+        return
+    table = Table(title="Path queries: latency in ms (p50 / p99)", title_justify="left")
+    table.add_column("topology")
+    for query in paths_bench.QUERIES:
+        table.add_column(query, justify="right")
+    for name, entry in report["topologies"].items():
+        label = f"{name} ({entry['nodes']} nodes, {entry['links']} links)"
+        cells = [
+            f"{entry[q]['p50_ms']:.3f} / {entry[q]['p99_ms']:.3f}" for q in paths_bench.QUERIES
+        ]
+        table.add_row(label, *cells)
+    console.print(table)
