@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from longhaul.schedule import Booking
+from longhaul.schedule import Availability, Booking
 from longhaul.schedule.instants import to_us
 from longhaul.topology import Link, Node, Site, Topology
 
@@ -83,18 +83,35 @@ def same_key(a: tuple[int, float], b: tuple[int, float]) -> bool:
     return a[0] == b[0] and math.isclose(a[1], b[1])
 
 
+@dataclass
+class Scenario:
+    """A small random topology with bookings, and two distinct nodes to query between."""
+
+    topology: Topology
+    bookings: list[Booking]
+    src: str
+    dst: str
+
+    @property
+    def oracle(self) -> Oracle:
+        return Oracle(self.topology, self.bookings)
+
+    def availability(self) -> Availability:
+        return Availability(self.topology, self.bookings)
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[Topology, list[Booking]]:
-    """A small random topology (parallel links and equal lengths likely) with bookings."""
+def scenarios(draw: st.DrawFn) -> Scenario:
+    """Parallel links, equal lengths and shared instants are all likely."""
     n = draw(st.integers(2, 5))
     nodes = [f"n{k}" for k in range(n)]
-    ends = draw(
-        st.lists(
-            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]),
-            min_size=1,
-            max_size=7,
-        )
-    )
+    ends: list[tuple[int, int]] = []
+    if draw(st.booleans()):
+        # Usually connected, so that "no path" comes from bookings and capacities.
+        ends += [(draw(st.integers(0, k - 1)), k) for k in range(1, n)]
+    for _ in range(draw(st.integers(0 if ends else 1, 4))):
+        a = draw(st.integers(0, n - 1))
+        ends.append((a, (a + draw(st.integers(1, n - 1))) % n))
     links = []
     ports: dict[str, list[str]] = {node: [] for node in nodes}
     for k, (a, b) in enumerate(ends):
@@ -127,7 +144,10 @@ def scenarios(draw: st.DrawFn) -> tuple[Topology, list[Booking]]:
                 link.id,
                 at(start),
                 at(start + draw(st.integers(1, 15))),
-                draw(st.integers(1, link.capacity_mbps)),
+                # Half take the whole link, so bookings often block every path for a while.
+                draw(st.one_of(st.just(link.capacity_mbps), st.integers(1, link.capacity_mbps))),
             )
         )
-    return topology, bookings
+    src = draw(st.sampled_from(nodes))
+    dst = draw(st.sampled_from([node for node in nodes if node != src]))
+    return Scenario(topology, bookings, src, dst)

@@ -32,7 +32,7 @@ from longhaul.schedule.instants import (
     span_us,
     to_us,
 )
-from longhaul.schedule.intervals import NEG_INF, IntervalSet
+from longhaul.schedule.intervals import IntervalSet
 from longhaul.topology import Hop, Link, Path, Topology
 
 
@@ -200,12 +200,6 @@ class Availability:
         link = self._link_index(link_id, "link_id")
         lo, hi = span_us(start, end, "start", "end")
         return self._net.min_free(link, lo, hi)
-
-    @property
-    def last_change(self) -> datetime | None:
-        """The last instant at which any link's free bandwidth changes (None if none does)."""
-        last = self._net.last_change()
-        return None if last == NEG_INF else from_us(last)
 
     # -- inside ----------------------------------------------------------------------
 

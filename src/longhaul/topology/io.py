@@ -28,13 +28,6 @@ def shipped_topology_path(name: str) -> FilePath:
     return FilePath(str(resource))
 
 
-def shipped_topology_names() -> list[str]:
-    folder = importlib.resources.files("longhaul") / "data" / "topologies"
-    return sorted(
-        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
-    )
-
-
 def usn() -> Topology:
     """The UltraScience Net backbone with its sites, switches, hosts and loop-backs."""
     return load_topology(shipped_topology_path("usn"))

@@ -100,12 +100,6 @@ class Topology:
             raise UnknownNameError(field, name, difflib.get_close_matches(name, choices, n=3))
         return node_id
 
-    def link(self, link_id: str) -> Link:
-        try:
-            return self.links[link_id]
-        except KeyError:
-            raise LookupError(f"no link named {link_id!r}") from None
-
     def walk(self, start: str, link_ids: Sequence[str]) -> Path:
         """The path that leaves `start` over `link_ids` in order; a loop must come back."""
         if start not in self.nodes:
@@ -123,17 +117,6 @@ class Topology:
             here = there
         if here != start:
             raise ValueError(f"walk ends at {here!r}, not back at its start {start!r}")
-        return Path(tuple(hops))
-
-    def path(self, src: str, link_ids: Sequence[str]) -> Path:
-        """The open path from `src` over `link_ids` (no return needed)."""
-        hops: list[Hop] = []
-        here = src
-        for link_id in link_ids:
-            link = self.link(link_id)
-            there = link.other_end(here)
-            hops.append(Hop(link, here, there))
-            here = there
         return Path(tuple(hops))
 
     def loop_by_length(self, miles: float) -> LoopView:
