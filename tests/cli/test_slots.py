@@ -14,7 +14,8 @@ def test_json_answers_for_the_sample_monday(cli):
     result = cli(*REQUEST, "--json")
     assert result.returncode == 0, result.stderr
     answers = json.loads(result.stdout)
-    assert answers["request"]["src"] == "ornl-cdci"
+    assert answers["request"]["src"] == "ORNL"
+    assert answers["request"]["src_end"] == "ornl-cdci"
     assert answers["request"]["bookings"] == 5
     # Circuit 1 holds 9,000 Mb/s until 14:00; circuit 2 has 2,400 free from 09:00 to 11:00.
     assert answers["fixed_slot"]["path"] is None
@@ -89,3 +90,21 @@ def test_a_bad_bookings_file_names_the_entry(cli, tmp_path):
     result = cli(*REQUEST[:-1], str(bad))
     assert result.returncode == 2
     assert f"{bad}: bookings[1].end: must be after" in result.stderr
+
+
+def test_a_loop_between_two_hosts(cli):
+    result = cli("slots", "--src", "ornl-e300:1/0", "--dst", "ornl-e300:1/1", "--bandwidth", "4000",
+                 "--duration", "1h", "--start", "2030-01-07T09:00Z", "--loop",
+                 "ORNL-Chicago-Seattle-Sunnyvale x1", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout)
+    path = answers["fixed_slot"]["path"]
+    assert path["nodes"][0] == "ornl-host1" and path["nodes"][-1] == "ornl-host2"
+    assert path["length_miles"] == 8600.2
+    assert answers["max_bandwidth"]["bandwidth_mbps"] == 9290  # the WAN-PHY cross-connects
+
+
+def test_an_unknown_loop_lists_the_loops(cli):
+    result = cli(*REQUEST, "--loop", "Moon")
+    assert result.returncode == 2
+    assert "--loop: no loop-back named 'Moon'; the topology has 'ORNL local'" in result.stderr

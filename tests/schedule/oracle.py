@@ -1,11 +1,15 @@
-"""Brute force for the four queries: every simple path, checked at every time breakpoint.
+"""Brute force for the four queries: every candidate path, checked at every time breakpoint.
 
-Slow and obvious on purpose; the property tests compare the real searches with it.
+Slow and obvious on purpose; the property tests compare the real searches with it. The
+candidates of a request are all simple paths between its ends (from the node behind a
+port, through that port's link, when a port is named), or the one walk it gives as its
+route; a walk may cross a link more than once, and each crossing takes its share.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -58,13 +62,16 @@ class Oracle:
         return paths
 
     def carries(self, path: list[Link], need: int, lo: int, hi: int) -> bool:
-        return all(lk.booked_mbps(need) <= self.min_free(lk, lo, hi) for lk in path)
+        return all(
+            times * link.booked_mbps(need) <= self.min_free(link, lo, hi)
+            for link, times in Counter(path).items()
+        )
 
     def width(self, path: list[Link], lo: int, hi: int) -> int:
-        return min(lk.bookable_mbps(self.min_free(lk, lo, hi)) for lk in path)
-
-    def feasible_start(self, src: str, dst: str, need: int, t: int, dur: int) -> bool:
-        return any(self.carries(p, need, t, t + dur) for p in self.simple_paths(src, dst))
+        return min(
+            link.bookable_mbps(self.min_free(link, lo, hi) // times)
+            for link, times in Counter(path).items()
+        )
 
     def start_breakpoints(self, dur: int) -> set[int]:
         """Where feasibility of a start can change: a booking's end, or `dur` before its start."""
@@ -85,12 +92,13 @@ def same_key(a: tuple[int, float], b: tuple[int, float]) -> bool:
 
 @dataclass
 class Scenario:
-    """A small random topology with bookings, and two distinct nodes to query between."""
+    """A small random topology with bookings, and a request's ends (and route, if any)."""
 
     topology: Topology
     bookings: list[Booking]
     src: str
     dst: str
+    route: list[str] | None = None
 
     @property
     def oracle(self) -> Oracle:
@@ -99,10 +107,48 @@ class Scenario:
     def availability(self) -> Availability:
         return Availability(self.topology, self.bookings)
 
+    def _end(self, name: str) -> tuple[str, Link | None]:
+        node, _, port = name.partition(":")
+        return node, self.topology.link_at(node, port) if port else None
+
+    def degenerate(self) -> bool:
+        """Requests that make no sense, which must be refused with InputError."""
+        (s, s_link), (d, d_link) = self._end(self.src), self._end(self.dst)
+        if s_link is not None and s_link == d_link:
+            return True
+        if self.route is not None:
+            return False
+        far_s = s_link.other_end(s) if s_link else None
+        far_d = d_link.other_end(d) if d_link else None
+        return (
+            (s == d and s_link is None and d_link is None)
+            or far_s == d
+            or far_d == s
+            or (far_s is not None and far_s == far_d)
+        )
+
+    def candidates(self) -> list[list[Link]]:
+        """Every path the request may take."""
+        (s, s_link), (d, d_link) = self._end(self.src), self._end(self.dst)
+        if self.route is not None:
+            inner = [self.topology.links[k] for k in self.route]
+            return [[*([s_link] if s_link else []), *inner, *([d_link] if d_link else [])]]
+        start = s_link.other_end(s) if s_link else s
+        end = d_link.other_end(d) if d_link else d
+        return [
+            p
+            for p in self.oracle.simple_paths(start, end)
+            if (s_link is None or p[0] == s_link) and (d_link is None or p[-1] == d_link)
+        ]
+
+    def feasible_start(self, need: int, t: int, dur: int) -> bool:
+        return any(self.oracle.carries(p, need, t, t + dur) for p in self.candidates())
+
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
-    """Parallel links, equal lengths and shared instants are all likely."""
+    """Parallel links, equal lengths and shared instants are all likely; every node has a
+    port with no link ("x") besides one port per link it has."""
     n = draw(st.integers(2, 5))
     nodes = [f"n{k}" for k in range(n)]
     ends: list[tuple[int, int]] = []
@@ -113,7 +159,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         a = draw(st.integers(0, n - 1))
         ends.append((a, (a + draw(st.integers(1, n - 1))) % n))
     links = []
-    ports: dict[str, list[str]] = {node: [] for node in nodes}
+    ports: dict[str, list[str]] = {node: ["x"] for node in nodes}
     for k, (a, b) in enumerate(ends):
         capacity = draw(st.sampled_from([4, 6, 10]))
         ports[nodes[a]].append(f"p{k}")
@@ -148,6 +194,25 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                 draw(st.one_of(st.just(link.capacity_mbps), st.integers(1, link.capacity_mbps))),
             )
         )
+    kind = draw(st.sampled_from(["nodes", "ports", "route"]))
+    if kind == "route":
+        here = draw(st.sampled_from(nodes))
+        start, route = here, []
+        for _ in range(draw(st.integers(1, 5))):
+            touching = [lk for lk in links if here in lk.nodes]
+            if not touching:
+                break
+            link = draw(st.sampled_from(touching))
+            route.append(link.id)
+            here = link.other_end(here)
+        if route:
+            return Scenario(topology, bookings, start, here, route)
     src = draw(st.sampled_from(nodes))
-    dst = draw(st.sampled_from([node for node in nodes if node != src]))
-    return Scenario(topology, bookings, src, dst)
+    if kind == "nodes":
+        dst = draw(st.sampled_from([node for node in nodes if node != src]))
+        return Scenario(topology, bookings, src, dst)
+    # Mostly another node; one node at both ends makes sense only through linked ports.
+    dst = draw(st.sampled_from([node for node in nodes if node != src] * 3 + [src]))
+    src_port = draw(st.sampled_from(ports[src]))
+    dst_port = draw(st.sampled_from(ports[dst]))
+    return Scenario(topology, bookings, f"{src}:{src_port}", f"{dst}:{dst_port}")

@@ -1,6 +1,7 @@
 """The four queries against the brute-force oracle, and bad input."""
 
 from datetime import datetime, timedelta
+from functools import partial
 
 import pytest
 from hypothesis import event, given
@@ -16,30 +17,50 @@ from .oracle import T0, at, key, same_key, scenarios
 SECOND = 1_000_000
 
 
+def refused(case, call) -> bool:
+    """Degenerate requests must raise InputError; say whether this one was (and so is done)."""
+    if not case.degenerate():
+        return False
+    event("degenerate request")
+    with pytest.raises(InputError):
+        call()
+    return True
+
+
 @given(scenarios(), st.integers(1, 10), st.integers(-2, 40), st.integers(1, 20))
 def test_fixed_slot_matches_oracle(case, need, start, length):
-    src, dst, oracle = case.src, case.dst, case.oracle
+    avail, oracle = case.availability(), case.oracle
+    query = partial(
+        avail.fixed_slot, case.src, case.dst, need, at(start), at(start + length), case.route
+    )
+    if refused(case, query):
+        return
     lo, hi = to_us(at(start), "s"), to_us(at(start + length), "e")
-    feasible = [p for p in oracle.simple_paths(src, dst) if oracle.carries(p, need, lo, hi)]
-    path = case.availability().fixed_slot(src, dst, need, at(start), at(start + length))
+    feasible = [p for p in case.candidates() if oracle.carries(p, need, lo, hi)]
+    path = query()
     event(f"feasible paths: {min(len(feasible), 2)}")
     if not feasible:
         assert path is None
         return
     assert path is not None
     links = [hop.link for hop in path.hops]
-    assert path.nodes[0] == src and path.nodes[-1] == dst
+    assert links in case.candidates()
     assert oracle.carries(links, need, lo, hi)
     assert same_key(key(links), min(key(p) for p in feasible))
 
 
 @given(scenarios(), st.integers(-2, 40), st.integers(1, 20))
 def test_max_bandwidth_matches_oracle(case, start, length):
-    src, dst, oracle = case.src, case.dst, case.oracle
+    avail, oracle = case.availability(), case.oracle
+    query = partial(
+        avail.max_bandwidth, case.src, case.dst, at(start), at(start + length), case.route
+    )
+    if refused(case, query):
+        return
     lo, hi = to_us(at(start), "s"), to_us(at(start + length), "e")
-    paths = oracle.simple_paths(src, dst)
-    best = max((oracle.width(p, lo, hi) for p in paths), default=0)
-    got = case.availability().max_bandwidth(src, dst, at(start), at(start + length))
+    candidates = case.candidates()
+    best = max((oracle.width(p, lo, hi) for p in candidates), default=0)
+    got = query()
     assert got.bandwidth_mbps == best
     event("widest: none" if best == 0 else "widest: some")
     if best == 0:
@@ -47,8 +68,9 @@ def test_max_bandwidth_matches_oracle(case, start, length):
         return
     assert got.path is not None
     links = [hop.link for hop in got.path.hops]
+    assert links in candidates
     assert oracle.width(links, lo, hi) >= best
-    widest = [p for p in paths if oracle.width(p, lo, hi) >= best]
+    widest = [p for p in candidates if oracle.width(p, lo, hi) >= best]
     assert same_key(key(links), min(key(p) for p in widest))
 
 
@@ -60,40 +82,56 @@ def test_max_bandwidth_matches_oracle(case, start, length):
     st.integers(1, 50),
 )
 def test_all_slots_matches_oracle(case, need, dur_s, start, width):
-    src, dst, oracle = case.src, case.dst, case.oracle
-    dur = dur_s * SECOND
-    lo, hi = to_us(at(start), "s"), to_us(at(start + width), "e")
-    slots = case.availability().all_slots(
-        src, dst, need, timedelta(seconds=dur_s), (at(start), at(start + width))
+    window = (at(start), at(start + width))
+    query = partial(
+        case.availability().all_slots,
+        case.src,
+        case.dst,
+        need,
+        timedelta(seconds=dur_s),
+        window,
+        case.route,
     )
+    if refused(case, query):
+        return
+    dur = dur_s * SECOND
+    lo, hi = to_us(window[0], "s"), to_us(window[1], "e")
+    slots = query()
     # Both sets change only at these points; agreeing on each and just before the first
     # means they are equal.
-    points = {lo, hi - dur + 1} | oracle.start_breakpoints(dur)
+    points = {lo, hi - dur + 1} | case.oracle.start_breakpoints(dur)
     event(f"slot runs: {min(len(slots.starts), 2)}")
     assert set(slots.starts.bounds) <= points
     for t in sorted(points | {min(points) - 1}):
-        expected = lo <= t <= hi - dur and oracle.feasible_start(src, dst, need, t, dur)
+        expected = lo <= t <= hi - dur and case.feasible_start(need, t, dur)
         assert (t in slots.starts) == expected, t
     for first, _last in slots.windows():
-        path = slots.path_at(first)
-        links = [hop.link for hop in path.hops]
-        assert oracle.carries(links, need, to_us(first, "t"), to_us(first, "t") + dur)
+        links = [hop.link for hop in slots.path_at(first).hops]
+        assert links in case.candidates()
+        assert case.oracle.carries(links, need, to_us(first, "t"), to_us(first, "t") + dur)
 
 
 # Requests that fit a link when idle, starting among the bookings (0..45 s), so that
 # the answer is often pushed later by them.
 @given(scenarios(), st.integers(1, 4), st.integers(1, 12), st.integers(0, 25))
 def test_earliest_start_matches_oracle(case, need, dur_s, not_before):
-    src, dst, oracle = case.src, case.dst, case.oracle
+    query = partial(
+        case.availability().earliest_start,
+        case.src,
+        case.dst,
+        need,
+        timedelta(seconds=dur_s),
+        at(not_before),
+        case.route,
+    )
+    if refused(case, query):
+        return
     dur = dur_s * SECOND
     first = to_us(at(not_before), "nb")
-    candidates = sorted(
-        {first} | {to_us(b.end, "e") for b in case.bookings if to_us(b.end, "e") > first}
-    )
-    expected = next((t for t in candidates if oracle.feasible_start(src, dst, need, t, dur)), None)
-    got = case.availability().earliest_start(
-        src, dst, need, timedelta(seconds=dur_s), at(not_before)
-    )
+    ends = {to_us(b.end, "e") for b in case.bookings}
+    candidates = sorted({first} | {end for end in ends if end > first})
+    expected = next((t for t in candidates if case.feasible_start(need, t, dur)), None)
+    got = query()
     event(
         "earliest: never"
         if expected is None
@@ -105,21 +143,28 @@ def test_earliest_start_matches_oracle(case, need, dur_s, not_before):
     assert got is not None
     assert to_us(got.start, "start") == expected
     links = [hop.link for hop in got.path.hops]
-    assert oracle.carries(links, need, expected, expected + dur)
+    assert links in case.candidates()
+    assert case.oracle.carries(links, need, expected, expected + dur)
 
 
 @given(scenarios(), st.data())
 def test_bookings_added_then_released_leave_the_answers_unchanged(case, data):
+    if case.degenerate():
+        return
     topology, bookings, src, dst = case.topology, case.bookings, case.src, case.dst
     extra = bookings[: data.draw(st.integers(0, len(bookings)))]
     base = Availability(topology, bookings)
     round_trip = base.with_bookings(extra).without_bookings(extra)
     window = (at(0), at(50))
-    assert round_trip.max_bandwidth(src, dst, *window) == base.max_bandwidth(src, dst, *window)
+    route = case.route
+    assert round_trip.max_bandwidth(src, dst, *window, route) == base.max_bandwidth(
+        src, dst, *window, route
+    )
     built = Availability(topology, bookings + extra)
-    assert base.with_bookings(extra).all_slots(
-        src, dst, 1, timedelta(seconds=3), window
-    ).starts == (built.all_slots(src, dst, 1, timedelta(seconds=3), window).starts)
+    three = timedelta(seconds=3)
+    assert base.with_bookings(extra).all_slots(src, dst, 1, three, window, route).starts == (
+        built.all_slots(src, dst, 1, three, window, route).starts
+    )
 
 
 # -- granules and the equal-bookings case on USN ---------------------------------------
@@ -290,3 +335,59 @@ def test_free_bandwidth_of_a_link_over_time(avail):
     with pytest.raises(InputError) as caught:
         held.free_steps("ornl-chicago-9", T0, at(60))
     assert caught.value.field == "link_id"
+
+
+# -- ports and routes on USN --------------------------------------------------------
+
+
+def test_a_port_with_a_host_behind_it_puts_the_host_link_on_the_path(avail):
+    path = avail.fixed_slot("ornl-e300:1/0", "SUNNYVALE", 5000, T0, at(3600))
+    assert path is not None
+    assert path.nodes[:3] == ("ornl-host1", "ornl-e300", "ornl-cdci")
+    assert path.link_ids[0] == "ornl-host1-link"
+    # The 1GigE host caps what its port can carry.
+    assert avail.max_bandwidth("ornl-e300:2/0", "CHICAGO", T0, at(60)).bandwidth_mbps == 1000
+    assert avail.fixed_slot("ornl-e300:2/0", "CHICAGO", 1001, T0, at(60)) is None
+    # A port with nothing behind it starts the path at its switch.
+    unattached = avail.fixed_slot("ornl-e300:1/2", "CHICAGO", 5000, T0, at(60))
+    assert unattached is not None and unattached.nodes[0] == "ornl-e300"
+
+
+def test_two_hosts_on_one_switch(avail):
+    path = avail.fixed_slot("ornl-e300:1/0", "ornl-e300:1/1", 9000, T0, at(60))
+    assert path is not None
+    assert path.nodes == ("ornl-host1", "ornl-e300", "ornl-host2")
+
+
+def test_a_loop_route_crosses_its_circuits_as_often_as_it_loops(avail):
+    loop = avail.topology.loops["ORNL-Chicago x2"].loop
+    ends = ("ornl-e300:1/0", "ornl-e300:1/1")
+    path = avail.fixed_slot(*ends, 4800, T0, at(3600), route=loop.links)
+    assert path is not None
+    assert path.nodes[0] == "ornl-host1" and path.nodes[-1] == "ornl-host2"
+    assert path.length_miles == pytest.approx(2800.2)
+    assert path.link_ids.count("ornl-chicago-1") == 2
+    # Each OC192 is crossed twice, so it can carry at most half its payload.
+    assert avail.max_bandwidth(*ends, T0, at(3600), route=loop.links).bandwidth_mbps == 4800
+    assert avail.fixed_slot(*ends, 4801, T0, at(3600), route=loop.links) is None
+    busy = avail.with_bookings([Booking("ornl-chicago-2", T0, at(600), 150)])
+    earliest = busy.earliest_start(*ends, 4800, timedelta(minutes=5), T0, route=loop.links)
+    assert earliest is not None and earliest.start == at(600)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "route", "field", "message"),
+    [
+        ("ornl-e300:9/9", "CHICAGO", None, "src", "node 'ornl-e300' has no port '9/9' (its ports: 0/0"),
+        ("ornl-e300:1/0", "ornl-host1", None, "dst", "is the node behind src's port"),
+        ("ornl-host1:eth0", "ornl-e300:1/0", None, "dst", "src and dst are the two ends of link 'ornl-host1-link'"),
+        ("ornl-e300", "ornl-e300", ["ornl-xc-1", "ornl-chicago-1"], "route", "walk ends at 'chicago-cdci', not back at its start 'ornl-e300'"),
+        ("ornl-e300", "ornl-e300", ["ornl-xc-1", "nope"], "route", "link 'nope' is not defined"),
+        ("ornl-e300", "ornl-e300", "ornl-xc-1", "route", "expected a list of link ids"),
+    ],
+)  # fmt: skip
+def test_bad_ends_and_routes_name_the_field(avail, src, dst, route, field, message):
+    with pytest.raises(InputError) as caught:
+        avail.fixed_slot(src, dst, 100, T0, at(60), route=route)
+    assert caught.value.field == field
+    assert message in caught.value.reason

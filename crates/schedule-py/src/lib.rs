@@ -12,7 +12,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use longhaul_schedule::{FreeTimeline, Graph, LinkRate, Network, Step, intervals};
+use longhaul_schedule::{FreeTimeline, Graph, LinkRate, Network, Step, Way, intervals};
 
 type Booking = (usize, i64, i64, i64);
 
@@ -20,7 +20,7 @@ type Booking = (usize, i64, i64, i64);
 mod _schedule {
     use super::intervals;
     #[pymodule_export]
-    use super::{PyFreeTimeline, PyNetwork};
+    use super::{PyFreeTimeline, PyNetwork, PyWay};
     use pyo3::prelude::*;
 
     #[pymodule_init]
@@ -126,6 +126,37 @@ impl PyFreeTimeline {
     }
 }
 
+/// Where a request may travel: `Way.between(src, dst, first, last)` or `Way.along(start, links)`.
+#[pyclass(name = "Way", module = "longhaul._schedule", frozen, eq)]
+#[derive(PartialEq)]
+struct PyWay(Way);
+
+#[pymethods]
+impl PyWay {
+    /// Any path from node `src` to node `dst`, entering over link `first` and leaving over
+    /// link `last` when given (src and dst are then the nodes those links lead into).
+    #[staticmethod]
+    #[pyo3(signature = (src, dst, first = None, last = None))]
+    fn between(src: usize, dst: usize, first: Option<usize>, last: Option<usize>) -> Self {
+        Self(Way::Between {
+            src,
+            dst,
+            first,
+            last,
+        })
+    }
+
+    /// Exactly `links`, walked in order from node `start`.
+    #[staticmethod]
+    fn along(start: usize, links: Vec<usize>) -> Self {
+        Self(Way::Along { start, links })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
 /// Links with rates and free-bandwidth timelines; answers the four queries in microseconds.
 #[pyclass(name = "Network", module = "longhaul._schedule", frozen)]
 struct PyNetwork(Network);
@@ -194,57 +225,56 @@ impl PyNetwork {
     fn fixed_slot(
         &self,
         py: Python<'_>,
-        src: usize,
-        dst: usize,
+        way: &PyWay,
         need: i64,
         lo: i64,
         hi: i64,
     ) -> PyResult<Option<Vec<Step>>> {
-        self.ends(src, dst)?;
+        self.check(way)?;
+        positive(need, "need")?;
         ordered(lo, hi)?;
-        Ok(py.detach(|| self.0.fixed_slot(src, dst, need, lo, hi)))
+        Ok(py.detach(|| self.0.fixed_slot(&way.0, need, lo, hi)))
     }
 
     fn max_bandwidth(
         &self,
         py: Python<'_>,
-        src: usize,
-        dst: usize,
+        way: &PyWay,
         lo: i64,
         hi: i64,
     ) -> PyResult<(i64, Option<Vec<Step>>)> {
-        self.ends(src, dst)?;
+        self.check(way)?;
         ordered(lo, hi)?;
-        Ok(py.detach(|| self.0.max_bandwidth(src, dst, lo, hi)))
+        Ok(py.detach(|| self.0.max_bandwidth(&way.0, lo, hi)))
     }
 
     fn slots(
         &self,
         py: Python<'_>,
-        src: usize,
-        dst: usize,
+        way: &PyWay,
         need: i64,
         duration: i64,
         first: i64,
         stop: i64,
     ) -> PyResult<Vec<i64>> {
-        self.ends(src, dst)?;
+        self.check(way)?;
+        positive(need, "need")?;
         positive(duration, "duration")?;
-        Ok(py.detach(|| self.0.slots(src, dst, need, duration, first, stop)))
+        Ok(py.detach(|| self.0.slots(&way.0, need, duration, first, stop)))
     }
 
     fn earliest(
         &self,
         py: Python<'_>,
-        src: usize,
-        dst: usize,
+        way: &PyWay,
         need: i64,
         duration: i64,
         first: i64,
     ) -> PyResult<Option<i64>> {
-        self.ends(src, dst)?;
+        self.check(way)?;
+        positive(need, "need")?;
         positive(duration, "duration")?;
-        Ok(py.detach(|| self.0.earliest(src, dst, need, duration, first)))
+        Ok(py.detach(|| self.0.earliest(&way.0, need, duration, first)))
     }
 
     fn timeline(&self, link: usize) -> PyResult<PyFreeTimeline> {
@@ -278,10 +308,60 @@ impl PyNetwork {
         }
     }
 
-    fn ends(&self, src: usize, dst: usize) -> PyResult<()> {
-        let nodes = self.0.graph().nodes();
-        if src >= nodes || dst >= nodes {
-            return Err(PyValueError::new_err(format!("no node {}", src.max(dst))));
+    fn node(&self, node: usize) -> PyResult<()> {
+        if node < self.0.graph().nodes() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!("no node {node}")))
+        }
+    }
+
+    /// A way names nodes and links that exist, and a walk continues from link to link.
+    fn check(&self, way: &PyWay) -> PyResult<()> {
+        match &way.0 {
+            Way::Between {
+                src,
+                dst,
+                first,
+                last,
+            } => {
+                self.node(*src)?;
+                self.node(*dst)?;
+                for (link, node) in [(first, src), (last, dst)] {
+                    if let Some(link) = *link {
+                        self.link(link)?;
+                        let (a, b) = self.0.graph().ends(link);
+                        if *node != a && *node != b {
+                            return Err(PyValueError::new_err(format!(
+                                "link {link} does not touch node {node}"
+                            )));
+                        }
+                    }
+                }
+                if first.is_some() && first == last {
+                    return Err(PyValueError::new_err("first and last are the same link"));
+                }
+                if src == dst && first.is_none() && last.is_none() {
+                    return Err(PyValueError::new_err("src and dst are the same node"));
+                }
+            }
+            Way::Along { start, links } => {
+                self.node(*start)?;
+                if links.is_empty() {
+                    return Err(PyValueError::new_err("a walk needs at least one link"));
+                }
+                let mut here = *start;
+                for &link in links {
+                    self.link(link)?;
+                    let (a, b) = self.0.graph().ends(link);
+                    if here != a && here != b {
+                        return Err(PyValueError::new_err(format!(
+                            "link {link} does not continue from node {here}"
+                        )));
+                    }
+                    here = if here == a { b } else { a };
+                }
+            }
         }
         Ok(())
     }

@@ -54,6 +54,12 @@ impl Graph {
         self.ends[link]
     }
 
+    /// The end of `link` that is not `node` (`node` itself if the link does not touch it).
+    pub fn other_end(&self, link: usize, node: usize) -> usize {
+        let (a, b) = self.ends[link];
+        if node == a { b } else { a }
+    }
+
     /// The usable path with the fewest hops, ties broken by length.
     pub fn fewest_hops(
         &self,

@@ -11,5 +11,5 @@ pub mod network;
 pub mod timeline;
 
 pub use graph::{Graph, Step};
-pub use network::{LinkRate, Network};
+pub use network::{LinkRate, Network, Way};
 pub use timeline::FreeTimeline;

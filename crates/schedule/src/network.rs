@@ -6,9 +6,61 @@
 
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
 use crate::graph::{Graph, Step};
-use crate::intervals::NEG_INF;
+use crate::intervals::{NEG_INF, intersect};
 use crate::timeline::FreeTimeline;
+
+/// Where a request may travel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// Any path from `src` to `dst`. A reservation between ports enters over `first` and
+    /// leaves over `last` (the links behind its ports), which are then part of the path;
+    /// `src` and `dst` are the nodes those links lead into, and may then be one node.
+    Between {
+        src: usize,
+        dst: usize,
+        first: Option<usize>,
+        last: Option<usize>,
+    },
+    /// Exactly these links, walked in order from `start`. A loop-back may cross a link
+    /// more than once; each crossing takes its share of the link.
+    Along { start: usize, links: Vec<usize> },
+}
+
+impl Way {
+    /// Any path between two nodes.
+    pub fn between(src: usize, dst: usize) -> Self {
+        Self::Between {
+            src,
+            dst,
+            first: None,
+            last: None,
+        }
+    }
+
+    /// The links every path of this way crosses, with how many times.
+    fn fixed_links(&self) -> Vec<(usize, i64)> {
+        let mut times: BTreeMap<usize, i64> = BTreeMap::new();
+        let fixed: Vec<usize> = match self {
+            Self::Between { first, last, .. } => first.iter().chain(last).copied().collect(),
+            Self::Along { links, .. } => links.clone(),
+        };
+        for link in fixed {
+            *times.entry(link).or_default() += 1;
+        }
+        times.into_iter().collect()
+    }
+
+    /// The two nodes a path must be searched between, if any.
+    fn search(&self) -> Option<(usize, usize)> {
+        match *self {
+            Self::Between { src, dst, .. } if src != dst => Some((src, dst)),
+            _ => None,
+        }
+    }
+}
 
 /// Per link: capacity and granularity in Mb/s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,88 +145,178 @@ impl Network {
         }
     }
 
-    /// Query 1: the fewest-hop (then shortest) path with `need` free throughout `[lo, hi)`.
-    pub fn fixed_slot(
-        &self,
-        src: usize,
-        dst: usize,
-        need: i64,
-        lo: i64,
-        hi: i64,
-    ) -> Option<Vec<Step>> {
-        self.graph.fewest_hops(src, dst, |link| {
-            self.rates[link].booked(need) <= self.timelines[link].min_free(lo, hi)
-        })
+    /// Query 1: a path for `need` free throughout `[lo, hi)`: the fewest hops, then the
+    /// shortest, of those that `way` allows.
+    pub fn fixed_slot(&self, way: &Way, need: i64, lo: i64, hi: i64) -> Option<Vec<Step>> {
+        let fixed = way.fixed_links();
+        let fits = |link: usize, times: i64| {
+            times * self.rates[link].booked(need) <= self.timelines[link].min_free(lo, hi)
+        };
+        if !fixed.iter().all(|&(link, times)| fits(link, times)) {
+            return None;
+        }
+        let core = match way.search() {
+            Some((src, dst)) => {
+                let avoided = self.avoided(way);
+                Some(
+                    self.graph
+                        .fewest_hops(src, dst, |link| !avoided(link) && fits(link, 1))?,
+                )
+            }
+            None => None,
+        };
+        Some(self.steps(way, core))
     }
 
-    /// Query 3: the highest bandwidth some path has free throughout `[lo, hi)`, and the
-    /// fewest-hop (then shortest) path that has it. `(0, None)` when no path has any.
-    pub fn max_bandwidth(
-        &self,
-        src: usize,
-        dst: usize,
-        lo: i64,
-        hi: i64,
-    ) -> (i64, Option<Vec<Step>>) {
-        let best = self.graph.widest_width(src, dst, |link| {
-            self.rates[link].bookable(self.timelines[link].min_free(lo, hi))
-        });
-        if best <= 0 {
+    /// Query 3: the highest bandwidth `way` has free throughout `[lo, hi)`, and the path
+    /// `fixed_slot` gives for it. `(0, None)` when there is none.
+    pub fn max_bandwidth(&self, way: &Way, lo: i64, hi: i64) -> (i64, Option<Vec<Step>>) {
+        let width = |link: usize, times: i64| {
+            let free = self.timelines[link].min_free(lo, hi);
+            self.rates[link].bookable(free.div_euclid(times))
+        };
+        let mut best = way
+            .fixed_links()
+            .iter()
+            .map(|&(link, times)| width(link, times))
+            .min()
+            .unwrap_or(i64::MAX);
+        if let Some((src, dst)) = way.search() {
+            let avoided = self.avoided(way);
+            let through = |link: usize| if avoided(link) { 0 } else { width(link, 1) };
+            best = best.min(self.graph.widest_width(src, dst, through));
+        }
+        if best <= 0 || best == i64::MAX {
             return (0, None);
         }
-        (best, self.fixed_slot(src, dst, best, lo, hi))
+        (best, self.fixed_slot(way, best, lo, hi))
     }
 
-    /// Query 4: the starts in `[first, stop)` at which `need` fits for `duration` on some path.
-    pub fn slots(
-        &self,
-        src: usize,
-        dst: usize,
-        need: i64,
-        duration: i64,
-        first: i64,
-        stop: i64,
-    ) -> Vec<i64> {
+    /// Query 4: the starts in `[first, stop)` at which `need` fits for `duration` on `way`.
+    pub fn slots(&self, way: &Way, need: i64, duration: i64, first: i64, stop: i64) -> Vec<i64> {
         if stop <= first {
             return Vec::new();
         }
         let window_end = stop + duration - 1;
-        self.graph
-            .reachable_starts(src, dst, &[first, stop], |link| {
-                let booked = self.rates[link].booked(need);
-                self.timelines[link].free_starts(booked, first, window_end, duration)
-            })
+        let starts_for = |link: usize, times: i64| {
+            let booked = times * self.rates[link].booked(need);
+            self.timelines[link].free_starts(booked, first, window_end, duration)
+        };
+        let mut domain = vec![first, stop];
+        for &(link, times) in &way.fixed_links() {
+            domain = intersect(&domain, &starts_for(link, times));
+        }
+        match way.search() {
+            Some((src, dst)) if !domain.is_empty() => {
+                let avoided = self.avoided(way);
+                self.graph.reachable_starts(src, dst, &domain, |link| {
+                    if avoided(link) {
+                        Vec::new()
+                    } else {
+                        intersect(&starts_for(link, 1), &domain)
+                    }
+                })
+            }
+            _ => domain,
+        }
     }
 
     /// Query 2: the earliest start at or after `first` at which `need` fits for `duration`.
     ///
-    /// None when no path could ever carry `need`.
-    pub fn earliest(
-        &self,
-        src: usize,
-        dst: usize,
-        need: i64,
-        duration: i64,
-        first: i64,
-    ) -> Option<i64> {
-        let fits_when_idle = |link: usize| {
+    /// None when `way` could never carry `need`, not even on an idle network.
+    pub fn earliest(&self, way: &Way, need: i64, duration: i64, first: i64) -> Option<i64> {
+        let fits_when_idle = |link: usize, times: i64| {
             let rate = self.rates[link];
-            rate.booked(need) <= rate.capacity_mbps
+            times * rate.booked(need) <= rate.capacity_mbps
         };
-        self.graph.fewest_hops(src, dst, fits_when_idle)?;
+        if !way
+            .fixed_links()
+            .iter()
+            .all(|&(link, times)| fits_when_idle(link, times))
+        {
+            return None;
+        }
+        if let Some((src, dst)) = way.search() {
+            let avoided = self.avoided(way);
+            self.graph
+                .fewest_hops(src, dst, |link| !avoided(link) && fits_when_idle(link, 1))?;
+        }
         // After the last change every link is idle, so a start there is feasible. Search
         // up to it in windows that double, so that an early answer is found cheaply.
         let last = first.max(self.last_change());
         let (mut first, mut span) = (first, duration);
         while first <= last {
             let stop = first.saturating_add(span).min(last + 1);
-            if let Some(&start) = self.slots(src, dst, need, duration, first, stop).first() {
+            if let Some(&start) = self.slots(way, need, duration, first, stop).first() {
                 return Some(start);
             }
             first = stop;
             span = span.saturating_mul(2);
         }
         None
+    }
+
+    /// Whether a search must not use a link: one `way` fixes, or one that touches a node
+    /// beyond them (so that the whole path stays simple). Costs nothing without ports.
+    fn avoided(&self, way: &Way) -> impl Fn(usize) -> bool + use<> {
+        let mut fixed = Vec::new();
+        let mut beyond = Vec::new();
+        if let Way::Between {
+            src,
+            dst,
+            first,
+            last,
+        } = *way
+        {
+            for (link, inner) in [(first, src), (last, dst)] {
+                if let Some(link) = link {
+                    fixed.push(link);
+                    beyond.push(self.graph.other_end(link, inner));
+                }
+            }
+        }
+        let graph = Arc::clone(&self.graph);
+        move |link| {
+            if fixed.is_empty() {
+                return false;
+            }
+            let (a, b) = graph.ends(link);
+            fixed.contains(&link) || beyond.contains(&a) || beyond.contains(&b)
+        }
+    }
+
+    /// The whole path: the fixed first link, the path found, the fixed last link; or the walk.
+    fn steps(&self, way: &Way, core: Option<Vec<Step>>) -> Vec<Step> {
+        match way {
+            Way::Between {
+                src,
+                dst,
+                first,
+                last,
+            } => {
+                let mut steps = Vec::new();
+                if let Some(link) = *first {
+                    steps.push((link, self.graph.other_end(link, *src), *src));
+                }
+                steps.extend(core.unwrap_or_default());
+                if let Some(link) = *last {
+                    steps.push((link, *dst, self.graph.other_end(link, *dst)));
+                }
+                steps
+            }
+            Way::Along { start, links } => {
+                let mut here = *start;
+                links
+                    .iter()
+                    .map(|&link| {
+                        let there = self.graph.other_end(link, here);
+                        let step = (link, here, there);
+                        here = there;
+                        step
+                    })
+                    .collect()
+            }
+        }
     }
 
     /// The last instant at which any link's free bandwidth changes (`NEG_INF` if none does).
@@ -216,15 +358,95 @@ mod tests {
     fn the_four_queries_on_two_circuits() {
         let mut net = pair();
         net.add_bookings(&[(0, 0, 100, 9600), (1, 0, 50, 4800)], false);
-        assert_eq!(net.fixed_slot(0, 1, 4800, 0, 10), Some(vec![(1, 0, 1)]));
-        assert_eq!(net.fixed_slot(0, 1, 4801, 0, 10), None);
+        let way = Way::between(0, 1);
+        assert_eq!(net.fixed_slot(&way, 4800, 0, 10), Some(vec![(1, 0, 1)]));
+        assert_eq!(net.fixed_slot(&way, 4801, 0, 10), None);
         assert_eq!(
-            net.max_bandwidth(0, 1, 0, 10),
+            net.max_bandwidth(&way, 0, 10),
             (4800, Some(vec![(1, 0, 1)]))
         );
-        assert_eq!(net.earliest(0, 1, 9600, 10, 0), Some(50));
-        assert_eq!(net.slots(0, 1, 9600, 10, 0, 200), vec![50, 200]);
-        assert_eq!(net.earliest(0, 1, 9601, 10, 0), None);
+        assert_eq!(net.earliest(&way, 9600, 10, 0), Some(50));
+        assert_eq!(net.slots(&way, 9600, 10, 0, 200), vec![50, 200]);
+        assert_eq!(net.earliest(&way, 9601, 10, 0), None);
+    }
+
+    const GIGE: LinkRate = LinkRate {
+        capacity_mbps: 1000,
+        granularity_mbps: 1,
+    };
+
+    /// Host 2 on switch 0, host 3 on switch 1, two circuits between the switches.
+    fn hosts() -> Network {
+        let graph = Graph::new(
+            4,
+            vec![(0, 1), (0, 1), (2, 0), (3, 1)],
+            vec![700.0, 700.0, 0.0, 0.0],
+        );
+        Network::new(graph, vec![OC192, OC192, GIGE, GIGE])
+    }
+
+    #[test]
+    fn ports_with_links_put_those_links_on_the_path() {
+        let mut net = hosts();
+        let way = Way::Between {
+            src: 0,
+            dst: 1,
+            first: Some(2),
+            last: Some(3),
+        };
+        assert_eq!(
+            net.fixed_slot(&way, 900, 0, 10),
+            Some(vec![(2, 2, 0), (0, 0, 1), (3, 1, 3)])
+        );
+        assert_eq!(net.max_bandwidth(&way, 0, 10).0, 1000);
+        net.add_bookings(&[(2, 0, 100, 600)], false);
+        assert_eq!(net.fixed_slot(&way, 500, 0, 10), None);
+        assert_eq!(net.max_bandwidth(&way, 0, 10).0, 400);
+        assert_eq!(net.earliest(&way, 500, 10, 0), Some(100));
+        assert_eq!(net.slots(&way, 500, 10, 0, 200), vec![100, 200]);
+        assert_eq!(net.earliest(&way, 1001, 10, 0), None);
+    }
+
+    #[test]
+    fn a_search_never_passes_through_the_node_beyond_a_port() {
+        // A request enters switch 0 from node 2 over link 0. Switch 0 could reach switch 1
+        // only by going back through node 2 (links 1 and 2), which would visit it twice.
+        let graph = Graph::new(3, vec![(2, 0), (0, 2), (2, 1)], vec![1.0, 1.0, 1.0]);
+        let net = Network::new(graph, vec![OC192, OC192, OC192]);
+        let way = Way::Between {
+            src: 0,
+            dst: 1,
+            first: Some(0),
+            last: None,
+        };
+        assert_eq!(net.fixed_slot(&way, 150, 0, 10), None);
+        assert_eq!(net.max_bandwidth(&way, 0, 10), (0, None));
+        assert!(net.slots(&way, 150, 10, 0, 100).is_empty());
+        assert_eq!(net.earliest(&way, 150, 10, 0), None);
+        // Without the port, switch 0 reaches switch 1 through node 2.
+        assert_eq!(
+            net.fixed_slot(&Way::between(0, 1), 150, 0, 10),
+            Some(vec![(0, 0, 2), (2, 2, 1)])
+        );
+    }
+
+    #[test]
+    fn a_loop_that_crosses_a_link_twice_takes_it_twice() {
+        let mut net = pair();
+        let twice = Way::Along {
+            start: 0,
+            links: vec![0, 1, 0, 1],
+        };
+        assert_eq!(
+            net.fixed_slot(&twice, 4800, 0, 10),
+            Some(vec![(0, 0, 1), (1, 1, 0), (0, 0, 1), (1, 1, 0)])
+        );
+        assert_eq!(net.max_bandwidth(&twice, 0, 10).0, 4800);
+        net.add_bookings(&[(0, 0, 100, 150)], false);
+        assert_eq!(net.fixed_slot(&twice, 4800, 0, 10), None);
+        assert_eq!(net.max_bandwidth(&twice, 0, 10).0, 4650);
+        assert_eq!(net.earliest(&twice, 4800, 10, 0), Some(100));
+        assert_eq!(net.earliest(&twice, 4801, 10, 0), None);
     }
 
     #[test]

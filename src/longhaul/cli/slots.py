@@ -13,7 +13,7 @@ from rich.table import Table
 from longhaul.cli.common import console, iso, load_or_usn, print_json, when
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, parse_duration, parse_instant
-from longhaul.schedule import Availability, Booking, EarliestStart, Slots, WidestPath
+from longhaul.schedule import Availability, Booking, EarliestStart, End, Slots, WidestPath
 from longhaul.schedule.bookings import loads_bookings
 from longhaul.topology import Path
 
@@ -22,8 +22,8 @@ from longhaul.topology import Path
 class Answers:
     """The request as understood, and the answer to each query."""
 
-    src: str
-    dst: str
+    src: End
+    dst: End
     bandwidth_mbps: int
     duration: timedelta
     start: datetime
@@ -36,8 +36,10 @@ class Answers:
 
 
 def slots(
-    src: Annotated[str, typer.Option(help="Source node or site, e.g. ORNL or ornl-e300.")],
-    dst: Annotated[str, typer.Option(help="Destination node or site, e.g. SUNNYVALE.")],
+    src: Annotated[
+        str, typer.Option(help="Source: a node, a site or node:port (ORNL, ornl-e300:1/0).")
+    ],
+    dst: Annotated[str, typer.Option(help="Destination: a node, a site or node:port.")],
     bandwidth: Annotated[int, typer.Option(help="Bandwidth in Mb/s.", show_default=False)],
     duration: Annotated[str, typer.Option(help="How long: 2h, 90m, 1h30m, 3d.")],
     start: Annotated[
@@ -64,6 +66,14 @@ def slots(
             dir_okay=False,
         ),
     ] = None,
+    route: Annotated[
+        str | None,
+        typer.Option(help="Walk these links (comma-separated) instead of searching a path."),
+    ] = None,
+    loop: Annotated[
+        str | None,
+        typer.Option(help="Walk this loop-back of the topology (e.g. 'ORNL-Chicago x1')."),
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask the four path-computation queries for one request.
@@ -84,7 +94,8 @@ def slots(
     except InputError as exc:
         # Name the entry of the file, not the flattened list the library saw.
         raise InputError(f"{bookings}: {_entry_of(exc.field, held)}", exc.reason) from None
-    answers = ask(avail, src, dst, bandwidth, length, first, span, len(held))
+    links = _route_links(avail, route, loop)
+    answers = ask(avail, src, dst, bandwidth, length, first, span, len(held), links)
     if json_output:
         print_json(as_json(answers))
     else:
@@ -100,20 +111,21 @@ def ask(
     start: datetime,
     span: timedelta,
     bookings: int,
+    route: list[str] | None = None,
 ) -> Answers:
     window = (start, start + span)
     return Answers(
-        src=src,
-        dst=dst,
+        src=avail.end(src, "src"),
+        dst=avail.end(dst, "dst"),
         bandwidth_mbps=bandwidth_mbps,
         duration=duration,
         start=start,
         window=window,
         bookings=bookings,
-        fixed_slot=avail.fixed_slot(src, dst, bandwidth_mbps, start, start + duration),
-        earliest_start=avail.earliest_start(src, dst, bandwidth_mbps, duration, start),
-        max_bandwidth=avail.max_bandwidth(src, dst, start, start + duration),
-        all_slots=avail.all_slots(src, dst, bandwidth_mbps, duration, window),
+        fixed_slot=avail.fixed_slot(src, dst, bandwidth_mbps, start, start + duration, route),
+        earliest_start=avail.earliest_start(src, dst, bandwidth_mbps, duration, start, route),
+        max_bandwidth=avail.max_bandwidth(src, dst, start, start + duration, route),
+        all_slots=avail.all_slots(src, dst, bandwidth_mbps, duration, window, route),
     )
 
 
@@ -126,6 +138,8 @@ def as_json(a: Answers) -> dict[str, Any]:
         "request": {
             "src": a.all_slots.src,
             "dst": a.all_slots.dst,
+            "src_end": str(a.src),
+            "dst_end": str(a.dst),
             "bandwidth_mbps": a.bandwidth_mbps,
             "duration_s": a.duration.total_seconds(),
             "start": iso(a.start),
@@ -159,8 +173,8 @@ def show(a: Answers, avail: Availability, bookings: FilePath | None) -> None:
     end = a.start + a.duration
     held = f"{a.bookings} reservation(s) held in {bookings}" if bookings else "no bookings"
     console.print(
-        f"[bold]{mbps} for {length}[/] from {a.src} ([cyan]{a.all_slots.src}[/]) "
-        f"to {a.dst} ([cyan]{a.all_slots.dst}[/])\non {avail.topology.name}, against {held}.\n",
+        f"[bold]{mbps} for {length}[/] from {a.all_slots.src} ([cyan]{a.src}[/]) "
+        f"to {a.all_slots.dst} ([cyan]{a.dst}[/])\non {avail.topology.name}, against {held}.\n",
         markup=True,
     )
 
@@ -196,7 +210,7 @@ def show(a: Answers, avail: Availability, bookings: FilePath | None) -> None:
     table.add_column("last start (UTC)")
     table.add_column("route from the first start")
     for lo, hi in runs:
-        route = _route(a.all_slots.path_at(lo), avail)
+        route = _sites_on(a.all_slots.path_at(lo), avail)
         table.add_row(when(lo).removesuffix(" UTC"), when(hi).removesuffix(" UTC"), route)
     console.print(table)
 
@@ -209,7 +223,7 @@ def _path_lines(path: Path) -> None:
     )
 
 
-def _route(path: Path, avail: Availability) -> str:
+def _sites_on(path: Path, avail: Availability) -> str:
     """The sites a path passes, e.g. ORNL→CHICAGO→SEATTLE."""
     sites: list[str] = []
     for node in path.nodes:
@@ -230,6 +244,20 @@ def _entry_of(field: str, held: list[tuple[Booking, ...]]) -> str:
             return f"bookings[{entry_index}]{rest}"
         flat -= len(entry)
     return field
+
+
+def _route_links(avail: Availability, route: str | None, loop: str | None) -> list[str] | None:
+    if route is not None and loop is not None:
+        raise InputError("--loop", "give --route or --loop, not both")
+    if route is not None:
+        return [link.strip() for link in route.split(",") if link.strip()]
+    if loop is None:
+        return None
+    loops = avail.topology.loops
+    if loop not in loops:
+        names = ", ".join(repr(name) for name in loops) or "none"
+        raise InputError("--loop", f"no loop-back named {loop!r}; the topology has {names}")
+    return list(loops[loop].loop.links)
 
 
 def _next_minute() -> datetime:

@@ -8,9 +8,15 @@ time. It answers the USN queries (SYSTEM.md §2) between two nodes:
 3. `max_bandwidth`: the highest bandwidth any path has free throughout a slot;
 4. `all_slots`: every start time at which the bandwidth fits for the duration.
 
+Ends are nodes (`ornl-e300`), sites (`ORNL`, meaning the site's gateway node) or ports
+(`ornl-e300:1/0`). A port with a link behind it (a host's NIC, say) puts that link on the
+path, so its capacity is checked too. Every query may be given a `route`, link ids to
+walk from one end to the other (a loop-back, for instance), instead of searching.
+
 A request books whole granules on each link it crosses (`Link.booked_mbps`), so the same
-request may take a little more on a SONET link than on an Ethernet one. Nothing here
-reads a clock or a database: times are arguments.
+request may take a little more on a SONET link than on an Ethernet one; a route that
+crosses a link twice takes it twice. Nothing here reads a clock or a database: times
+are arguments.
 
 The searches run in the Rust core (crates/schedule): this module checks and converts
 what users give (names, datetimes) and turns the answers back into paths and datetimes.
@@ -18,7 +24,7 @@ what users give (names, datetimes) and turns the answers back into paths and dat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -53,6 +59,19 @@ def bookings_along(
     return [Booking(link_id, start, end, bandwidth_mbps) for link_id in path.link_ids]
 
 
+@dataclass(frozen=True)
+class End:
+    """One end of a request: a node, the port named on it, and the link behind that port."""
+
+    node: str
+    port: str | None = None
+    link: Link | None = None
+    """The link attached to the port, if any; a path to or from this end crosses it."""
+
+    def __str__(self) -> str:
+        return self.node if self.port is None else f"{self.node}:{self.port}"
+
+
 class EarliestStart(NamedTuple):
     start: datetime
     path: Path
@@ -74,6 +93,7 @@ class Slots:
     bandwidth_mbps: int
     src: str
     dst: str
+    route: tuple[str, ...] | None
     availability: Availability = field(repr=False, compare=False)
 
     def windows(self) -> list[tuple[datetime, datetime]]:
@@ -88,7 +108,7 @@ class Slots:
         if start not in self:
             raise InputError("start", f"{start.isoformat()} is not among the feasible starts")
         path = self.availability.fixed_slot(
-            self.src, self.dst, self.bandwidth_mbps, start, start + self.duration
+            self.src, self.dst, self.bandwidth_mbps, start, start + self.duration, self.route
         )
         assert path is not None, "a feasible start always has a path"
         return path
@@ -121,16 +141,22 @@ class Availability:
     # -- the four queries -----------------------------------------------------------
 
     def fixed_slot(
-        self, src: str, dst: str, bandwidth_mbps: int, start: datetime, end: datetime
+        self,
+        src: str,
+        dst: str,
+        bandwidth_mbps: int,
+        start: datetime,
+        end: datetime,
+        route: Sequence[str] | None = None,
     ) -> Path | None:
         """Query 1: a path with `bandwidth_mbps` free throughout [start, end), or None.
 
         Of all such paths, the one with the fewest hops, and of those the shortest.
         """
-        s, d = self._ends(src, dst)
+        way = self._way(src, dst, route)
         need = bandwidth(bandwidth_mbps)
         lo, hi = span_us(start, end, "start", "end")
-        return self._path(self._net.fixed_slot(s, d, need, lo, hi))
+        return self._path(self._net.fixed_slot(way, need, lo, hi))
 
     def earliest_start(
         self,
@@ -139,31 +165,39 @@ class Availability:
         bandwidth_mbps: int,
         duration: timedelta,
         not_before: datetime,
+        route: Sequence[str] | None = None,
     ) -> EarliestStart | None:
         """Query 2: the earliest start at or after `not_before`, with its path.
 
         None when no path could ever carry `bandwidth_mbps`.
         """
-        s, d = self._ends(src, dst)
+        way = self._way(src, dst, route)
         need = bandwidth(bandwidth_mbps)
         dur = duration_us(duration)
         first = to_us(not_before, "not_before")
-        start = self._net.earliest(s, d, need, dur, first)
+        start = self._net.earliest(way, need, dur, first)
         if start is None:
             return None
-        path = self._path(self._net.fixed_slot(s, d, need, start, start + dur))
+        path = self._path(self._net.fixed_slot(way, need, start, start + dur))
         assert path is not None, "the earliest start was found feasible"
         return EarliestStart(from_us(start), path)
 
-    def max_bandwidth(self, src: str, dst: str, start: datetime, end: datetime) -> WidestPath:
+    def max_bandwidth(
+        self,
+        src: str,
+        dst: str,
+        start: datetime,
+        end: datetime,
+        route: Sequence[str] | None = None,
+    ) -> WidestPath:
         """Query 3: the highest bandwidth free throughout [start, end) on any one path.
 
         The path returned has the fewest hops, then is the shortest, among those that
         carry that bandwidth.
         """
-        s, d = self._ends(src, dst)
+        way = self._way(src, dst, route)
         lo, hi = span_us(start, end, "start", "end")
-        best, steps = self._net.max_bandwidth(s, d, lo, hi)
+        best, steps = self._net.max_bandwidth(way, lo, hi)
         return WidestPath(best, self._path(steps))
 
     def all_slots(
@@ -173,18 +207,19 @@ class Availability:
         bandwidth_mbps: int,
         duration: timedelta,
         window: tuple[datetime, datetime],
+        route: Sequence[str] | None = None,
     ) -> Slots:
         """Query 4: every start t with [t, t + duration) inside `window` at which some path
         has `bandwidth_mbps` free throughout."""
-        s, d = self._ends(src, dst)
+        way = self._way(src, dst, route)
         need = bandwidth(bandwidth_mbps)
         dur = duration_us(duration)
         if not isinstance(window, tuple) or len(window) != 2:
             raise InputError("window", "expected (start, end)")
         lo, hi = span_us(window[0], window[1], "window.start", "window.end")
-        starts = self._net.slots(s, d, need, dur, lo, hi - dur + 1)
-        node_ids = self._index.node_ids
-        return Slots(IntervalSet.from_flat(starts), duration, need, node_ids[s], node_ids[d], self)
+        starts = self._net.slots(way, need, dur, lo, hi - dur + 1)
+        kept_route = None if route is None else tuple(route)
+        return Slots(IntervalSet.from_flat(starts), duration, need, src, dst, kept_route, self)
 
     # -- what the free bandwidth looks like -----------------------------------------
 
@@ -214,18 +249,71 @@ class Availability:
         links, nodes = self._index.links, self._index.node_ids
         return Path(tuple(Hop(links[k], nodes[a], nodes[b]) for k, a, b in steps))
 
-    def _ends(self, src: str, dst: str) -> tuple[int, int]:
-        s = self._node_index(src, "src")
-        d = self._node_index(dst, "dst")
-        if s == d:
-            node = self._index.node_ids[s]
-            raise InputError("dst", f"must differ from src (both are {node!r})")
-        return s, d
+    def _way(self, src: Any, dst: Any, route: Sequence[str] | None) -> core.Way:
+        """Where the request may go, checked: its ends, and the route if one is given."""
+        s_end, d_end = self.end(src, "src"), self.end(dst, "dst")
+        s_node, s_link, d_node, d_link = s_end.node, s_end.link, d_end.node, d_end.link
+        if s_link is not None and s_link == d_link:
+            raise InputError("dst", f"src and dst are the two ends of link {s_link.id!r}")
+        if route is not None:
+            return self._along(s_node, s_link, d_node, d_link, route)
+        if s_node == d_node and s_link is None and d_link is None:
+            raise InputError("dst", f"must differ from src (both are {s_node!r})")
+        if s_link is not None and s_link.other_end(s_node) == d_node:
+            raise InputError("dst", f"is the node behind src's port (over link {s_link.id!r})")
+        if d_link is not None and d_link.other_end(d_node) == s_node:
+            raise InputError("src", f"is the node behind dst's port (over link {d_link.id!r})")
+        if s_link is not None and d_link is not None:
+            behind = s_link.other_end(s_node)
+            if behind == d_link.other_end(d_node):
+                raise InputError("dst", f"its port leads to {behind!r}, as src's port does")
+        index = self._index
+        return core.Way.between(
+            index.node_index[s_node],
+            index.node_index[d_node],
+            None if s_link is None else index.link_index[s_link.id],
+            None if d_link is None else index.link_index[d_link.id],
+        )
 
-    def _node_index(self, name: Any, field_name: str) -> int:
+    def _along(
+        self,
+        s_node: str,
+        s_link: Link | None,
+        d_node: str,
+        d_link: Link | None,
+        route: Sequence[str],
+    ) -> core.Way:
+        if isinstance(route, str) or not all(isinstance(link, str) for link in route):
+            raise InputError("route", "expected a list of link ids")
+        start = s_node if s_link is None else s_link.other_end(s_node)
+        end = d_node if d_link is None else d_link.other_end(d_node)
+        links = [*([s_link.id] if s_link else []), *route, *([d_link.id] if d_link else [])]
+        if not links:
+            raise InputError("route", "is empty, and no link lies behind the ports of src and dst")
+        try:
+            self.topology.walk(start, links, end)
+        except ValueError as exc:
+            raise InputError(
+                "route", f"{exc} (walking {', '.join(links)} from {start!r})"
+            ) from None
+        index = self._index
+        return core.Way.along(index.node_index[start], [index.link_index[k] for k in links])
+
+    def end(self, name: Any, field_name: str = "src") -> End:
+        """Resolve a node, site or `node:port`; `InputError` names `field_name` if unknown."""
         if not isinstance(name, str):
-            raise InputError(field_name, f"expected a node or site name, got {name!r}")
-        return self._index.node_index[self.topology.resolve(name, field_name)]
+            raise InputError(field_name, f"expected a node, site or node:port, got {name!r}")
+        node_name, sep, port = name.partition(":")
+        node = self.topology.resolve(node_name, field_name)
+        if not sep:
+            return End(node)
+        ports = self.topology.nodes[node].ports
+        if port not in ports:
+            raise InputError(
+                field_name,
+                f"node {node!r} has no port {port!r} (its ports: {', '.join(ports) or 'none'})",
+            )
+        return End(node, port, self.topology.link_at(node, port))
 
     def _link_index(self, link_id: Any, field_name: str) -> int:
         index = self._index.link_index.get(link_id) if isinstance(link_id, str) else None

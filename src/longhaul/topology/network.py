@@ -75,13 +75,16 @@ class Topology:
         self.links = _index("link", [(lk.id, lk) for lk in links], problems)
         self._loops = _index("loop", [(lp.name, lp) for lp in loops], problems)
         problems += self._check_sites_and_nodes()
+        self._port_links: dict[tuple[str, str], Link] = {}
         problems += self._check_links()
         self._names = self._build_name_index(problems)
         self.adjacency = self._build_adjacency()
         self.loops: dict[str, LoopView] = {}
         for loop in self._loops.values():
             try:
-                self.loops[loop.name] = LoopView(loop, self.walk(loop.start, loop.links))
+                self.loops[loop.name] = LoopView(
+                    loop, self.walk(loop.start, loop.links, loop.start)
+                )
             except ValueError as exc:
                 problems.append(f"loop {loop.name!r}: {exc}")
         if problems:
@@ -100,8 +103,11 @@ class Topology:
             raise UnknownNameError(field, name, difflib.get_close_matches(name, choices, n=3))
         return node_id
 
-    def walk(self, start: str, link_ids: Sequence[str]) -> Path:
-        """The path that leaves `start` over `link_ids` in order; a loop must come back."""
+    def walk(self, start: str, link_ids: Sequence[str], end: str | None = None) -> Path:
+        """The path that leaves `start` over `link_ids` in order, arriving at `end` if given.
+
+        Raises ValueError saying where the walk breaks.
+        """
         if start not in self.nodes:
             raise ValueError(f"start node {start!r} is not defined")
         hops: list[Hop] = []
@@ -115,9 +121,14 @@ class Topology:
             there = link.other_end(here)
             hops.append(Hop(link, here, there))
             here = there
-        if here != start:
-            raise ValueError(f"walk ends at {here!r}, not back at its start {start!r}")
+        if end is not None and here != end:
+            where = f"back at its start {end!r}" if end == start else f"at {end!r}"
+            raise ValueError(f"walk ends at {here!r}, not {where}")
         return Path(tuple(hops))
+
+    def link_at(self, node: str, port: str) -> Link | None:
+        """The link attached to `port` of `node`, if any."""
+        return self._port_links.get((node, port))
 
     def loop_by_length(self, miles: float) -> LoopView:
         """The loop whose length is nearest to `miles` (loops are named by nominal length)."""
@@ -175,6 +186,7 @@ class Topology:
                         f"and link {link.id!r}"
                     )
                 used_by.setdefault(key, link.id)
+                self._port_links.setdefault(key, link)
         return problems
 
     def _build_name_index(self, problems: list[str]) -> dict[str, str]:
