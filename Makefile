@@ -7,10 +7,10 @@ UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --locked --quiet
 CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
 
-.PHONY: help setup demo test lint test-rust test-python bench clean
+.PHONY: help setup setup-test demo test lint test-rust test-python bench clean
 
 help:
-	@echo "make setup   install everything (uv, Python packages, the Rust extension)"
+	@echo "make setup   install what longhaul needs (uv, Python packages, the Rust extension)"
 	@echo "make demo    the main job: the USN topology and the four path queries on a busy day"
 	@echo "make test    every check: rustfmt, clippy, cargo test, ruff, mypy, pytest"
 	@echo "make lint    formatting and static checks only"
@@ -19,6 +19,9 @@ help:
 setup:
 	@scripts/setup.sh
 	$(UV) sync --locked
+
+setup-test: setup
+	@scripts/setup.sh --test
 
 demo: setup
 	$(RUN) longhaul topology show
@@ -33,10 +36,10 @@ lint: setup
 	$(RUN) ruff format --check src tests
 	$(RUN) mypy
 
-test-rust: setup
+test-rust: setup-test
 	cargo test --locked --workspace $(CARGO_TEST_EXCLUDE)
 
-test-python: setup
+test-python: setup-test
 	$(RUN) pytest
 
 test: lint test-rust test-python

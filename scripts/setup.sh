@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what longhaul needs on a fresh Debian 12 machine that has python3 and cargo.
-# Idempotent: a second run only checks. Run by `make setup` (and so by `make test`).
+# With --test, also the system packages only the tests use. Idempotent: a second run only
+# checks. Run by `make setup` (and, with --test, by `make test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,3 +32,17 @@ for component in clippy rustfmt; do
         rustup component add "$component"
     fi
 done
+
+# System packages for the tests: a PostgreSQL server (the control-plane suite runs on
+# SQLite and on PostgreSQL) and Chromium (the web pages' end-to-end tests).
+if [ "${1:-}" = "--test" ]; then
+    need=()
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
+    command -v chromium >/dev/null 2>&1 || need+=(chromium)
+    if [ ${#need[@]} -gt 0 ]; then
+        [ "$(id -u)" = 0 ] || die "the tests need ${need[*]}: run as root, or apt-get install ${need[*]}"
+        say "installing ${need[*]} (apt-get)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    fi
+fi

@@ -10,13 +10,16 @@ from longhaul.parsing import format_duration, parse_duration, parse_instant
     ("text", "expected"),
     [("2h", timedelta(hours=2)), ("90m", timedelta(minutes=90)), ("1h30m", timedelta(minutes=90)),
      ("1.5h", timedelta(minutes=90)), ("45s", timedelta(seconds=45)), ("3d", timedelta(days=3)),
-     (" 1H 30M ", timedelta(minutes=90))],
+     (" 1H 30M ", timedelta(minutes=90)), ("1800", timedelta(minutes=30)), ("2", timedelta(seconds=2)),
+     ("PT2H", timedelta(hours=2)), ("P1DT12H", timedelta(hours=36)), ("pt90m", timedelta(minutes=90))],
 )  # fmt: skip
 def test_durations(text, expected):
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "2", "h", "2 hours", "-1h", "0m", "1h-30m"])
+@pytest.mark.parametrize(
+    "text", ["", "h", "2 hours", "-1h", "0m", "1h-30m", "-5", "P", "1e400", "99999999999d"]
+)
 def test_bad_durations_name_the_field(text):
     with pytest.raises(InputError) as caught:
         parse_duration(text, "--duration")

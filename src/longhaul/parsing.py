@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+
+from pydantic import TypeAdapter, ValidationError
 
 from longhaul.errors import InputError
+from longhaul.topology import Topology
 
+_DURATION: TypeAdapter[timedelta] = TypeAdapter(timedelta)
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)")
 _UNIT = {
     "d": timedelta(days=1),
@@ -17,15 +21,43 @@ _UNIT = {
 
 
 def parse_duration(text: str, field: str = "duration") -> timedelta:
-    """`2h`, `90m`, `1h30m`, `1.5h`, `45s`, `3d`: a positive duration."""
+    """A positive duration: `2h`, `90m`, `1h30m`, `1.5h`, `45s`, `3d`; plain seconds
+    (`1800`); or ISO 8601 (`PT2H`, `P1DT12H`)."""
     compact = text.strip().lower().replace(" ", "")
-    parts = _DURATION_PART.findall(compact)
-    if not compact or "".join(n + u for n, u in parts) != compact:
-        raise InputError(field, f"cannot read {text!r} as a duration; write e.g. 2h, 90m or 1h30m")
-    total = sum((float(n) * _UNIT[u] for n, u in parts), timedelta())
+    total = _seconds(compact) or _iso_8601(compact) or _shorthand(compact)
+    if total is None:
+        raise InputError(
+            field, f"cannot read {text!r} as a duration; write e.g. 2h, 90m, 1h30m or PT2H"
+        )
     if total <= timedelta(0):
         raise InputError(field, f"must be positive, got {text!r}")
     return total
+
+
+def _seconds(text: str) -> timedelta | None:
+    try:
+        return timedelta(seconds=float(text))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _iso_8601(text: str) -> timedelta | None:
+    if not text.startswith("p"):
+        return None
+    try:
+        return _DURATION.validate_python(text.upper())
+    except ValidationError:
+        return None
+
+
+def _shorthand(text: str) -> timedelta | None:
+    parts = _DURATION_PART.findall(text)
+    if not text or "".join(n + u for n, u in parts) != text:
+        return None
+    try:
+        return sum((float(n) * _UNIT[u] for n, u in parts), timedelta())
+    except OverflowError:
+        return None
 
 
 def parse_instant(text: str, field: str) -> datetime:
@@ -41,6 +73,11 @@ def parse_instant(text: str, field: str) -> datetime:
     return value
 
 
+def format_instant(value: datetime) -> str:
+    """RFC 3339 in UTC with a `Z`: `2030-01-07T09:00:00Z`."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def format_duration(value: timedelta) -> str:
     """The inverse of `parse_duration`, shortest form: `2h`, `1h30m`, `45s`."""
     seconds = round(value.total_seconds())
@@ -50,3 +87,18 @@ def format_duration(value: timedelta) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts) or "0s"
+
+
+def parse_route(
+    topology: Topology,
+    route: str | None,
+    loop: str | None,
+    route_field: str = "route",
+    loop_field: str = "loop",
+) -> list[str] | None:
+    """Links to walk: comma-separated ids, or a loop-back's; None to search a path."""
+    if route is not None and loop is not None:
+        raise InputError(loop_field, f"give {route_field} or {loop_field}, not both")
+    if route is not None:
+        return [link.strip() for link in route.split(",") if link.strip()]
+    return None if loop is None else list(topology.loop_links(loop, loop_field))

@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.text import Text
 
 from longhaul import __version__
-from longhaul.cli import bench, slots, topology
-from longhaul.cli.common import err_console
+from longhaul.cli import bench, control, reservations, slots, topology
+from longhaul.cli.common import say_error
 from longhaul.errors import InputError
 from longhaul.topology import TopologyError
 
@@ -25,6 +24,11 @@ app = typer.Typer(
 app.add_typer(topology.app, name="topology")
 app.add_typer(bench.app, name="bench")
 app.command(name="slots")(slots.slots)
+app.command(name="serve")(control.serve)
+app.add_typer(control.user_app, name="user")
+for command in (reservations.login, reservations.reserve, reservations.reservations,
+                reservations.show, reservations.cancel):  # fmt: skip
+    app.command()(command)
 
 
 @app.command()
@@ -38,6 +42,5 @@ def main() -> None:
     try:
         app()
     except (InputError, TopologyError) as exc:
-        # Plain text: a message may hold brackets (links[0]) and must not be re-wrapped.
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        say_error(str(exc))
         sys.exit(2)

@@ -15,6 +15,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from longhaul.bench import api as api_bench
 from longhaul.bench import paths as paths_bench
 from longhaul.cli.common import console, err_console, print_json
 
@@ -70,3 +71,50 @@ def paths(
         ]
         table.add_row(label, *cells)
     console.print(table)
+
+
+@app.command()
+def api(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    db: Annotated[
+        str,
+        typer.Option(help="sqlite, postgresql (a throw-away cluster) or a database URL."),
+    ] = "sqlite",
+    clients: Annotated[int, typer.Option(help="Concurrent client threads.", min=1)] = 16,
+    workers: Annotated[int, typer.Option(help="Server processes.", min=1)] = 1,
+    rate: Annotated[
+        float, typer.Option(help="Requests per second offered in the steady phase.", min=1)
+    ] = 200.0,
+    duration: Annotated[float, typer.Option(help="Seconds of load.", min=1)] = 15.0,
+    seed: Annotated[int, typer.Option(help="Seed of the random requests.")] = 1,
+) -> None:
+    """Reservations per second and latency of the service under load, then a brute-force
+    check that no link was overbooked."""
+    plan = api_bench.Plan(
+        db=db, clients=clients, workers=workers, rate_per_s=rate, duration_s=duration, seed=seed
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("starting the server", total=int(duration))  # one bar, two phases
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        report = api_bench.run(plan, progress)
+    if json_output:
+        print_json(report)
+        return
+    top = report["saturated"]
+    console.print(
+        f"{report['db']}, {report['clients']} clients, {report['workers']} worker(s).\n"
+        f"At {report['offered_per_s']:g} requests/s offered: {report['reservations_per_s']}/s "
+        f"answered, p50 {report['p50_ms']} ms, p99 {report['p99_ms']} ms.\n"
+        f"Saturated: {top['reservations_per_s']}/s "
+        f"(p50 {top['p50_ms']} ms, p99 {top['p99_ms']} ms).\n"
+        f"Overbooked link-instants: {report['overbooked_link_instants']}"
+    )

@@ -10,9 +10,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from longhaul.cli.common import console, iso, load_or_usn, print_json, when
+from longhaul.cli.common import console, load_or_usn, print_json, when
 from longhaul.errors import InputError
-from longhaul.parsing import format_duration, parse_duration, parse_instant
+from longhaul.parsing import (
+    format_duration,
+    format_instant,
+    parse_duration,
+    parse_instant,
+    parse_route,
+)
 from longhaul.schedule import Availability, Booking, EarliestStart, End, Slots, WidestPath
 from longhaul.schedule.bookings import loads_bookings
 from longhaul.topology import Path
@@ -94,7 +100,7 @@ def slots(
     except InputError as exc:
         # Name the entry of the file, not the flattened list the library saw.
         raise InputError(f"{bookings}: {_entry_of(exc.field, held)}", exc.reason) from None
-    links = _route_links(avail, route, loop)
+    links = parse_route(avail.topology, route, loop, "--route", "--loop")
     answers = ask(avail, src, dst, bandwidth, length, first, span, len(held), links)
     if json_output:
         print_json(as_json(answers))
@@ -142,27 +148,28 @@ def as_json(a: Answers) -> dict[str, Any]:
             "dst_end": str(a.dst),
             "bandwidth_mbps": a.bandwidth_mbps,
             "duration_s": a.duration.total_seconds(),
-            "start": iso(a.start),
-            "window": [iso(a.window[0]), iso(a.window[1])],
+            "start": format_instant(a.start),
+            "window": [format_instant(a.window[0]), format_instant(a.window[1])],
             "bookings": a.bookings,
         },
         "fixed_slot": {
-            "start": iso(a.start),
-            "end": iso(a.start + a.duration),
+            "start": format_instant(a.start),
+            "end": format_instant(a.start + a.duration),
             "path": path(a.fixed_slot),
         },
         "earliest_start": None
         if earliest is None
-        else {"start": iso(earliest.start), "path": path(earliest.path)},
+        else {"start": format_instant(earliest.start), "path": path(earliest.path)},
         "max_bandwidth": {
-            "start": iso(a.start),
-            "end": iso(a.start + a.duration),
+            "start": format_instant(a.start),
+            "end": format_instant(a.start + a.duration),
             "bandwidth_mbps": a.max_bandwidth.bandwidth_mbps,
             "path": path(a.max_bandwidth.path),
         },
         "all_slots": {
             "starts": [
-                {"first_start": iso(lo), "last_start": iso(hi)} for lo, hi in a.all_slots.windows()
+                {"first_start": format_instant(lo), "last_start": format_instant(hi)}
+                for lo, hi in a.all_slots.windows()
             ],
         },
     }
@@ -244,20 +251,6 @@ def _entry_of(field: str, held: list[tuple[Booking, ...]]) -> str:
             return f"bookings[{entry_index}]{rest}"
         flat -= len(entry)
     return field
-
-
-def _route_links(avail: Availability, route: str | None, loop: str | None) -> list[str] | None:
-    if route is not None and loop is not None:
-        raise InputError("--loop", "give --route or --loop, not both")
-    if route is not None:
-        return [link.strip() for link in route.split(",") if link.strip()]
-    if loop is None:
-        return None
-    loops = avail.topology.loops
-    if loop not in loops:
-        names = ", ".join(repr(name) for name in loops) or "none"
-        raise InputError("--loop", f"no loop-back named {loop!r}; the topology has {names}")
-    return list(loops[loop].loop.links)
 
 
 def _next_minute() -> datetime:

@@ -75,6 +75,9 @@ class Site(_Element):
     name: str = ""
     gateway: str | None = None
     """The node a query naming the site starts or ends at."""
+    lat: float | None = Field(default=None, ge=-90, le=90)
+    lon: float | None = Field(default=None, ge=-180, le=180)
+    """Where the site is, in degrees, for maps."""
 
 
 class Node(_Element):

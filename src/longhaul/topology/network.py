@@ -130,6 +130,14 @@ class Topology:
         """The link attached to `port` of `node`, if any."""
         return self._port_links.get((node, port))
 
+    def loop_links(self, name: str, field: str = "loop") -> tuple[str, ...]:
+        """The links a named loop-back walks; `InputError` naming `field` lists the loops."""
+        view = self.loops.get(name)
+        if view is None:
+            names = ", ".join(repr(n) for n in self.loops) or "none"
+            raise InputError(field, f"no loop-back named {name!r}; the topology has {names}")
+        return view.loop.links
+
     def loop_by_length(self, miles: float) -> LoopView:
         """The loop whose length is nearest to `miles` (loops are named by nominal length)."""
         if not self.loops:

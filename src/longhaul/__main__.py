@@ -1,0 +1,5 @@
+"""`python -m longhaul`: the same as the `longhaul` command."""
+
+from longhaul.cli import main
+
+main()

@@ -1,0 +1,130 @@
+"""`longhaul serve` and `longhaul user`: running the reservation service.
+
+The database and server modules are imported inside the commands that use them: they
+take most of a second to load, which every other command would otherwise pay.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from longhaul.cli.common import console, fail, note
+from longhaul.control import drivers
+from longhaul.control.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, data_dir, database_url
+from longhaul.topology import usn
+
+if TYPE_CHECKING:
+    from longhaul.control.service import Service
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLite file or postgresql+psycopg:// URL. Default: $LONGHAUL_DB, "
+                 "else longhaul.db in the data directory.", show_default=False),
+]  # fmt: skip
+HomeOption = Annotated[
+    Path | None,
+    typer.Option("--home", help="Data directory (database, TLS files, driver log). Default: "
+                 "$LONGHAUL_HOME, else the user's data directory.", show_default=False),
+]  # fmt: skip
+
+
+def serve(
+    db: DbOption = None,
+    home: HomeOption = None,
+    topology: Annotated[
+        Path | None,
+        typer.Option(
+            help="Topology TOML file. Default: the USN topology.", exists=True, dir_okay=False
+        ),
+    ] = None,
+    driver: Annotated[
+        str, typer.Option(help=f"How to reach the network: {', '.join(drivers.names())}.")
+    ] = "log",
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
+    tls: Annotated[
+        bool, typer.Option(help="Serve HTTPS, with a certificate made on first use.")
+    ] = False,
+    workers: Annotated[
+        int, typer.Option(help="Server processes: more use more cores (one runs the jobs).", min=1)
+    ] = 1,
+    client_ca: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --tls: ask for client certificates signed by this CA and sign in "
+            "the user whose cert_subject matches.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Run the reservation service: the API, the web page and the job runner."""
+    folder = home or data_dir()
+    url = database_url(db or (str(folder / "longhaul.db") if home else None))
+    settings = Settings(
+        db_url=url,
+        topology_file=topology,
+        driver=driver,
+        home=folder,
+        host=host,
+        port=port,
+        tls=tls,
+        client_ca=client_ca,
+        workers=workers,
+    )
+    if client_ca is not None and not tls:
+        fail("--client-ca needs --tls")
+    drivers.create(driver, usn(), settings)  # fail now, not at the first reservation
+    from longhaul.control.server import serve as run  # noqa: PLC0415 (see the docstring)
+
+    scheme = "https" if tls else "http"
+    console.print(f"longhaul serving on {scheme}://{host}:{port} — database {url}, driver {driver}")
+    run(settings)
+
+
+user_app = typer.Typer(help="Users and their API tokens.", no_args_is_help=True)
+
+
+@user_app.command("add")
+def user_add(
+    name: Annotated[str, typer.Argument(help="The user's name (letters, digits, - _ .).")],
+    admin: Annotated[
+        bool, typer.Option("--admin", help="May see and change every reservation.")
+    ] = False,
+    cert_subject: Annotated[
+        str | None,
+        typer.Option(
+            help="X.509 subject (RFC 4514, e.g. 'CN=alice,O=ORNL') that signs this user in."
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Add a user and print their API token (shown this once; only its hash is kept)."""
+    service = _offline_service(db)
+    user, token = service.add_user(name, admin=admin, cert_subject=cert_subject)
+    role = "admin" if admin else "user"
+    note(f"Added {role} {user.name}. Their token (shown once, keep it safe):")
+    print(token)
+    note(f"Sign in with:  longhaul login --token {token}")
+
+
+@user_app.command("list")
+def user_list(db: DbOption = None) -> None:
+    """List users and their roles."""
+    for user in _offline_service(db).users():
+        subject = f"  cert: {user.cert_subject}" if user.cert_subject else ""
+        console.print(f"{user.name:20s} {user.role:6s}{subject}")
+
+
+def _offline_service(db: str | None) -> Service:
+    """The service over the database alone, for administration without a server."""
+    from longhaul.control.db import Database, migrate  # noqa: PLC0415 (see the docstring)
+    from longhaul.control.service import Service  # noqa: PLC0415
+
+    database = Database(database_url(db))
+    migrate(database.engine)
+    settings = Settings(db_url=database.url)
+    return Service(database, usn(), drivers.create("log", usn(), settings))

@@ -1,0 +1,60 @@
+"""Who is asking: a bearer token, the web page's cookie, or an X.509 client certificate."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from cryptography import x509
+from fastapi import Depends, Request
+
+from longhaul.control.api.problems import UnauthorizedError
+from longhaul.control.db import User
+from longhaul.control.service import Service
+
+COOKIE = "longhaul_token"
+
+
+def service_of(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+def certificate_subject(request: Request) -> str | None:
+    """The RFC 4514 subject of the verified client certificate, if the client sent one.
+
+    Read from the ASGI TLS extension (`client_cert_chain`, PEM, leaf first), which
+    longhaul's server fills in (see server.py).
+    """
+    tls = request.scope.get("extensions", {}).get("tls") or {}
+    chain = tls.get("client_cert_chain") or []
+    if not chain:
+        return None
+    return x509.load_pem_x509_certificate(chain[0].encode()).subject.rfc4514_string()
+
+
+def current_user(request: Request) -> User:
+    service = service_of(request)
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        user = service.user_by_token(token.strip())
+        if user is None:
+            raise UnauthorizedError(
+                "that token matches no user; make one with `longhaul user add NAME`"
+            )
+        return user
+    if cookie := request.cookies.get(COOKIE):
+        user = service.user_by_token(cookie)
+        if user is not None:
+            return user
+    if subject := certificate_subject(request):
+        user = service.user_by_cert(subject)
+        if user is None:
+            raise UnauthorizedError(f"no user has the certificate subject {subject!r}")
+        return user
+    raise UnauthorizedError(
+        "send 'Authorization: Bearer TOKEN' (make one with `longhaul user add NAME`)"
+    )
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+ServiceDep = Annotated[Service, Depends(service_of)]

@@ -1,0 +1,279 @@
+"""`/api/v1`: the topology, the four queries as availability endpoints, and reservations."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Response
+from pydantic import AwareDatetime
+
+from longhaul.control.api.auth import CurrentUser, ServiceDep
+from longhaul.control.api.schemas import (
+    AllSlotsOut,
+    EarliestStartOut,
+    FixedSlotOut,
+    FreeStep,
+    LinkFreeOut,
+    MaxBandwidthOut,
+    PathOut,
+    ReservationIn,
+    ReservationOut,
+    ReservationPage,
+    ReservationPatch,
+    SlotRun,
+    StateChangeOut,
+)
+from longhaul.control.db import Reservation
+from longhaul.control.lifecycle import State
+from longhaul.control.service import ListFilter, ReservationChange, ReservationRequest, Service
+from longhaul.errors import InputError
+from longhaul.parsing import parse_duration, parse_route
+from longhaul.topology import topology_to_dict
+
+router = APIRouter(prefix="/api/v1")
+
+End = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=200,
+        description="A node, a site (its gateway node) or node:port, e.g. ORNL or ornl-e300:1/0.",
+    ),
+]
+Mbps = Annotated[int, Query(gt=0, le=1_000_000, description="Bandwidth in Mb/s.")]
+Instant = Annotated[AwareDatetime, Query(description="RFC 3339 with a zone.")]
+Duration = Annotated[
+    str, Query(max_length=64, description="2h, 90m, 1h30m, seconds (1800) or ISO 8601 (PT2H).")
+]
+Route = Annotated[
+    str | None,
+    Query(max_length=20_000, description="Comma-separated link ids to walk instead of searching."),
+]
+Loop = Annotated[
+    str | None, Query(max_length=128, description="A loop-back of the topology to walk.")
+]
+ReservationId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The reservation's number.")]
+LinkId = Annotated[str, Path(min_length=1, max_length=128)]
+
+
+@router.get("/topology", tags=["topology"])
+def topology(user: CurrentUser, service: ServiceDep) -> dict[str, Any]:
+    """The topology: sites, nodes with ports, links, loop-backs with their RTTs."""
+    data = topology_to_dict(service.topology)
+    for entry, view in zip(data["loops"], service.topology.loops.values(), strict=True):
+        entry["length_miles"] = round(view.length_miles, 3)
+        entry["rtt_ms"] = round(view.rtt_ms, 3)
+    return data
+
+
+# -- the four queries -----------------------------------------------------------------------
+
+
+@router.get("/availability/fixed-slot", tags=["availability"])
+def fixed_slot(
+    user: CurrentUser,
+    service: ServiceDep,
+    src: End,
+    dst: End,
+    bandwidth_mbps: Mbps,
+    start: Instant,
+    end: Instant,
+    route: Route = None,
+    loop: Loop = None,
+) -> FixedSlotOut:
+    """Query 1: is `bandwidth_mbps` free from `start` to `end`, and on which path."""
+    avail = service.availability()
+    path = avail.fixed_slot(
+        src, dst, bandwidth_mbps, start, end, parse_route(service.topology, route, loop)
+    )
+    return FixedSlotOut(start=start, end=end, bandwidth_mbps=bandwidth_mbps, path=PathOut.of(path))
+
+
+@router.get("/availability/earliest-start", tags=["availability"])
+def earliest_start(
+    user: CurrentUser,
+    service: ServiceDep,
+    src: End,
+    dst: End,
+    bandwidth_mbps: Mbps,
+    duration: Duration,
+    not_before: Instant,
+    route: Route = None,
+    loop: Loop = None,
+) -> EarliestStartOut:
+    """Query 2: the earliest start at or after `not_before` for the bandwidth and duration."""
+    length = parse_duration(duration, "duration")
+    route_links = parse_route(service.topology, route, loop)
+    avail = service.availability()
+    found = avail.earliest_start(src, dst, bandwidth_mbps, length, not_before, route_links)
+    return EarliestStartOut.of(found)
+
+
+@router.get("/availability/max-bandwidth", tags=["availability"])
+def max_bandwidth(
+    user: CurrentUser,
+    service: ServiceDep,
+    src: End,
+    dst: End,
+    start: Instant,
+    end: Instant,
+    route: Route = None,
+    loop: Loop = None,
+) -> MaxBandwidthOut:
+    """Query 3: the highest bandwidth free throughout `start` to `end`, and its path."""
+    avail = service.availability()
+    widest = avail.max_bandwidth(src, dst, start, end, parse_route(service.topology, route, loop))
+    return MaxBandwidthOut.of(widest, start, end)
+
+
+@router.get("/availability/all-slots", tags=["availability"])
+def all_slots(
+    user: CurrentUser,
+    service: ServiceDep,
+    src: End,
+    dst: End,
+    bandwidth_mbps: Mbps,
+    duration: Duration,
+    window_start: Instant,
+    window_end: Instant,
+    route: Route = None,
+    loop: Loop = None,
+) -> AllSlotsOut:
+    """Query 4: every start within the window at which the bandwidth fits for the duration."""
+    length = parse_duration(duration, "duration")
+    window = (window_start, window_end)
+    route_links = parse_route(service.topology, route, loop)
+    slots = service.availability().all_slots(src, dst, bandwidth_mbps, length, window, route_links)
+    return AllSlotsOut(
+        window_start=window_start,
+        window_end=window_end,
+        duration_s=length.total_seconds(),
+        bandwidth_mbps=bandwidth_mbps,
+        slots=[SlotRun(first_start=lo, last_start=hi) for lo, hi in slots.windows()],
+    )
+
+
+@router.get("/links/{link_id}/free", tags=["availability"])
+def link_free(
+    user: CurrentUser, service: ServiceDep, link_id: LinkId, start: Instant, end: Instant
+) -> LinkFreeOut:
+    """The free bandwidth of one link from `start` to `end`, as steps."""
+    link = service.topology.links.get(link_id)
+    if link is None:
+        raise InputError("link_id", f"no link named {link_id!r}")
+    steps = service.availability().free_steps(link_id, start, end)
+    return LinkFreeOut(
+        link=link_id,
+        capacity_mbps=link.capacity_mbps,
+        steps=[FreeStep(at=at, free_mbps=free) for at, free in steps],
+    )
+
+
+# -- reservations -----------------------------------------------------------------------------
+
+
+@router.post("/reservations", status_code=201, tags=["reservations"])
+def create_reservation(
+    user: CurrentUser, service: ServiceDep, body: ReservationIn, response: Response
+) -> ReservationOut:
+    """Book bandwidth. 409 with suggestions (the earliest start, the highest bandwidth)
+    when it is not free."""
+    request = ReservationRequest(
+        src=body.src.text(),
+        dst=body.dst.text(),
+        bandwidth_mbps=body.bandwidth_mbps,
+        start=body.not_before
+        if body.start == "asap"
+        else None
+        if body.start == "now"
+        else body.start,
+        asap=body.start == "asap",
+        end=body.end,
+        duration=body.duration,
+        route=body.route,
+        loop=body.loop,
+        description=body.description,
+    )
+    reservation = service.create(user, request)
+    response.headers["Location"] = f"/api/v1/reservations/{reservation.id}"
+    return _out(service, reservation)
+
+
+@router.get("/reservations", tags=["reservations"])
+def list_reservations(
+    user: CurrentUser,
+    service: ServiceDep,
+    state: Annotated[list[State] | None, Query(description="Only these states.")] = None,
+    owner: Annotated[str | None, Query(max_length=64, description="Admins: one user's.")] = None,
+    since: Annotated[AwareDatetime | None, Query(description="Only those ending after.")] = None,
+    until: Annotated[AwareDatetime | None, Query(description="Only those starting before.")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> ReservationPage:
+    """Your reservations (an admin's: everyone's), by start time."""
+    filters = ListFilter(
+        states=state or (), owner=owner, since=since, until=until, limit=limit, offset=offset
+    )
+    items = [_out(service, r) for r in service.reservations(user, filters)]
+    return ReservationPage(
+        items=items, total=service.count(user, filters), limit=limit, offset=offset
+    )
+
+
+@router.get("/reservations/{reservation_id}", tags=["reservations"])
+def get_reservation(
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+) -> ReservationOut:
+    return _out(service, service.get(user, reservation_id))
+
+
+@router.patch("/reservations/{reservation_id}", tags=["reservations"])
+def modify_reservation(
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId, body: ReservationPatch
+) -> ReservationOut:
+    """Change the end or the bandwidth. It stays on its path if that still fits, else moves
+    to another; if nothing fits (409) or the network refuses (502), nothing changes."""
+    change = ReservationChange(
+        end=body.end, bandwidth_mbps=body.bandwidth_mbps, version=body.version
+    )
+    return _out(service, service.modify(user, reservation_id, change))
+
+
+@router.post("/reservations/{reservation_id}/cancel", tags=["reservations"])
+def cancel_reservation(
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+) -> ReservationOut:
+    """Cancel, in any state: before its start it is simply cancelled; after, torn down first."""
+    return _out(service, service.cancel(user, reservation_id))
+
+
+@router.post("/reservations/{reservation_id}/retry", tags=["reservations"])
+def retry_reservation(
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+) -> ReservationOut:
+    """Repeat what failed (provisioning or releasing)."""
+    return _out(service, service.retry(user, reservation_id))
+
+
+@router.post("/reservations/{reservation_id}/clear", tags=["reservations"])
+def clear_reservation(
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+) -> ReservationOut:
+    """Admins: declare a failed reservation holds nothing in the network any more."""
+    return _out(service, service.clear(user, reservation_id))
+
+
+@router.get("/reservations/{reservation_id}/history", tags=["reservations"])
+def reservation_history(
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+) -> list[StateChangeOut]:
+    """Every change of state: when, from, to, why, and by whom."""
+    return [StateChangeOut.of(c) for c in service.history(user, reservation_id)]
+
+
+def _out(service: Service, reservation: Reservation) -> ReservationOut:
+    try:
+        path = service.path_of(reservation)
+    except ValueError:
+        path = None
+    return ReservationOut.of(reservation, path)

@@ -1,0 +1,131 @@
+"""Connecting to the database, migrating it, and the two kinds of transaction.
+
+Admission must be atomic: two requests must never together overbook a link. Every
+transaction that may book runs through `Database.write()`, which serializes writers:
+in this process with a lock, and across processes with an exclusive lock on a file
+beside the database and `BEGIN IMMEDIATE` on SQLite, or a transaction-scoped advisory
+lock on PostgreSQL. (The file lock hands over at once; SQLite's own busy wait sleeps in
+steps of up to 100 ms, which several server processes would spend waiting.) Reads never
+wait for writers (SQLite runs in WAL mode; PostgreSQL reads committed data).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.orm import Session, sessionmaker
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_ADVISORY_LOCK_KEY = 0x6C6F6E67  # "long"
+_WRITE = "longhaul_write"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for a SQLite file (created, with its folder, on first use) or PostgreSQL."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_size=10, max_overflow=30, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Take transactions into our own hands, so that writers can BEGIN IMMEDIATE.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    for pragma in (
+        "journal_mode=WAL",
+        "synchronous=NORMAL",
+        "foreign_keys=ON",
+        "busy_timeout=30000",
+    ):
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    writing = connection.get_execution_options().get(_WRITE, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema up to date (creating it on first run)."""
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+        connection.commit()
+
+
+class Database:
+    """An engine with sessions for reading and for serialized writing."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._write_lock = threading.Lock()
+        self._file_lock: IO[bytes] | None = None
+        database = make_url(url).database
+        if self.dialect == "sqlite" and database and database != ":memory:":
+            # Open for the life of this Database: the lock is taken and given back on it.
+            self._file_lock = Path(f"{database}.write-lock").open("ab")  # noqa: SIM115
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._sessions() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A transaction no other writer overlaps; committed on success, rolled back on error.
+
+        Callables appended to `session.info["after_commit"]` run after the commit, while
+        no other writer can start yet (to update what is kept in memory).
+        """
+        with self._write_lock, self._sessions() as session, self._across_processes():
+            session.connection(execution_options={_WRITE: True})
+            if self.dialect == "postgresql":
+                session.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY}
+                )
+            session.info["after_commit"] = []
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            for callback in session.info["after_commit"]:
+                callback()
+
+    @contextmanager
+    def _across_processes(self) -> Iterator[None]:
+        if self._file_lock is None:
+            yield
+            return
+        fcntl.flock(self._file_lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._file_lock, fcntl.LOCK_UN)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+        if self._file_lock is not None:
+            self._file_lock.close()
+            self._file_lock = None

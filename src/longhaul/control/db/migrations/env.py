@@ -1,0 +1,14 @@
+"""Alembic runs this to migrate; longhaul passes the connection in (see engine.migrate)."""
+
+from alembic import context
+
+from longhaul.control.db.models import Base
+
+connection = context.config.attributes["connection"]
+context.configure(
+    connection=connection,
+    target_metadata=Base.metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+)
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,138 @@
+"""The tables of the reservation service, as typed SQLAlchemy 2 models.
+
+Changing a model needs a migration in `migrations/versions/`; a test checks that the
+migrations build exactly these tables.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stored as UTC, returned timezone-aware, on every database.
+
+    SQLite keeps no zone, so a plain DateTime would come back naive there.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; give a zone")
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: dict[Any, Any] = {datetime: UTCDateTime}  # noqa: RUF012
+
+
+class Ledger(Base):
+    """One row: a number every transaction that changes what holds bandwidth increments,
+    so a process can tell whether the bookings it keeps in memory are still all there are."""
+
+    __tablename__ = "ledger"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    """SHA-256 of the API token; the token itself is shown once and never stored."""
+    cert_subject: Mapped[str | None] = mapped_column(String(512), unique=True)
+    """The subject of the X.509 client certificate that signs this user in, if any."""
+    created_at: Mapped[datetime]
+
+
+class Reservation(Base):
+    __tablename__ = "reservations"
+    __table_args__ = (
+        Index("ix_reservations_state_start_end", "state", "start", "end"),
+        Index("ix_reservations_owner", "owner_id"),
+        Index("ix_reservations_changed_in", "changed_in"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    src_node: Mapped[str] = mapped_column(String(128))
+    src_port: Mapped[str | None] = mapped_column(String(64))
+    dst_node: Mapped[str] = mapped_column(String(128))
+    dst_port: Mapped[str | None] = mapped_column(String(64))
+    bandwidth_mbps: Mapped[int] = mapped_column(Integer)
+    start: Mapped[datetime]
+    end: Mapped[datetime]
+    route: Mapped[list[str] | None] = mapped_column(JSON)
+    """Links the user asked to walk (a loop-back, say); None when the path was searched."""
+    path_start: Mapped[str] = mapped_column(String(128))
+    path_links: Mapped[list[str]] = mapped_column(JSON)
+    """The path booked: link ids walked from `path_start`."""
+    state: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int] = mapped_column(Integer)
+    description: Mapped[str] = mapped_column(Text, default="")
+    changed_in: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    """The ledger generation at which this reservation's bookings last changed."""
+    cancelled_at: Mapped[datetime | None]
+    """When a cancel was asked for: a teardown then ends in `cancelled`, not `finished`."""
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    owner: Mapped[User] = relationship(lazy="joined")
+    history: Mapped[list[StateChange]] = relationship(
+        back_populates="reservation", order_by="StateChange.id", cascade="all, delete-orphan"
+    )
+
+    __mapper_args__ = {"version_id_col": version}  # noqa: RUF012
+
+
+class StateChange(Base):
+    __tablename__ = "state_changes"
+    __table_args__ = (Index("ix_state_changes_reservation", "reservation_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"))
+    at: Mapped[datetime]
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(64))
+    """The user who caused it, or `scheduler` for the job runner."""
+
+    reservation: Mapped[Reservation] = relationship(back_populates="history")
+
+
+# The tables themselves, for plain (Core) statements on hot paths: naming the entity
+# instead would send them through the ORM's slower bulk machinery.
+RESERVATIONS = cast(Table, Reservation.__table__)
+STATE_CHANGES = cast(Table, StateChange.__table__)
+LEDGER = cast(Table, Ledger.__table__)

@@ -1,0 +1,46 @@
+"""Drivers set circuits up and tear them down; they are looked up by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from longhaul.control.drivers.base import Circuit, CircuitStatus, Driver, DriverError
+from longhaul.control.drivers.log import LogDriver
+from longhaul.control.settings import Settings
+from longhaul.errors import InputError
+from longhaul.topology import Topology
+
+Factory = Callable[[Topology, Settings], Driver]
+
+_FACTORIES: dict[str, Factory] = {
+    "log": lambda topology, settings: LogDriver(topology, settings.driver_log),
+}
+
+
+def register(name: str, factory: Factory) -> None:
+    """Make a driver available to `longhaul serve --driver NAME`."""
+    _FACTORIES[name] = factory
+
+
+def create(name: str, topology: Topology, settings: Settings) -> Driver:
+    if name not in _FACTORIES:
+        raise InputError(
+            "--driver", f"no driver named {name!r}; choose from {', '.join(sorted(_FACTORIES))}"
+        )
+    return _FACTORIES[name](topology, settings)
+
+
+def names() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+__all__ = [
+    "Circuit",
+    "CircuitStatus",
+    "Driver",
+    "DriverError",
+    "LogDriver",
+    "create",
+    "names",
+    "register",
+]

@@ -1,0 +1,176 @@
+"""The job runner: provisions reservations at their start and releases them at their end.
+
+It keeps no schedule of its own. The database is the schedule: each round the runner
+asks the service what is due, hands each job to a worker, and sleeps until the next
+start or end. A change tells the runner when it may make work due (`note`); the runner
+looks at the database again only then, so a booking for next week costs it nothing now.
+
+After a restart there is nothing to rebuild: whatever passed while longhaul was down is
+simply due (a late start, an end to release, a slot missed entirely), and reservations
+left in provisioning or releasing by a crash are taken up again (drivers are
+idempotent). A driver call that hangs is given up after `call_timeout_s` and recorded
+as a failure, so nothing stays in provisioning forever.
+
+When several processes serve one database, only the one holding `leader_lock` (an
+exclusive lock on a file) runs jobs; the others keep trying to take it, so one takes
+over if the leader dies. The leader looks at the database at least every
+`max_sleep_s`, as it cannot hear the changes other processes make.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO
+
+from longhaul.control.drivers import Circuit, DriverError
+from longhaul.control.service import Job, Service
+
+log = logging.getLogger(__name__)
+
+
+class JobRunner:
+    def __init__(
+        self,
+        service: Service,
+        max_sleep_s: float = 5.0,
+        workers: int = 4,
+        call_timeout_s: float = 120.0,
+        leader_lock: Path | None = None,
+    ) -> None:
+        self.service = service
+        self.leader_lock = leader_lock
+        self._lock_file: IO[bytes] | None = None
+        self.max_sleep_s = max_sleep_s
+        self.call_timeout_s = call_timeout_s
+        self._workers = ThreadPoolExecutor(workers, thread_name_prefix="longhaul-job")
+        self._calls = ThreadPoolExecutor(workers, thread_name_prefix="longhaul-driver")
+        self._busy: set[int] = set()
+        self._busy_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._noted: datetime | None = None
+        """The earliest instant a change said may bring due work, since the last round."""
+        self._next_look: datetime | None = None
+        self._note_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="longhaul-jobs", daemon=True)
+        service.on_change = self.note
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self._workers.shutdown(wait=True, cancel_futures=True)
+        self._calls.shutdown(wait=False, cancel_futures=True)
+        if self._lock_file is not None:
+            self._lock_file.close()  # and with it the lock
+            self._lock_file = None
+
+    def note(self, due_at: datetime | None = None) -> None:
+        """Something changed that may make work due at `due_at` (None: now)."""
+        at = due_at or datetime.min.replace(tzinfo=UTC)
+        with self._note_lock:
+            self._noted = at if self._noted is None else min(self._noted, at)
+        self._wake.set()
+
+    def run_due(self) -> list[Future[None]]:
+        """Start every job due now; the futures finish when the jobs do."""
+        now = self.service.clock()
+        with self._busy_lock:
+            jobs = self.service.due(now, set(self._busy))
+            self._busy.update(rid for rid, _ in jobs)
+        return [self._workers.submit(self._run, rid, job) for rid, job in jobs]
+
+    @property
+    def leading(self) -> bool:
+        """Whether this runner runs jobs (always, without a leader lock)."""
+        return self.leader_lock is None or self._lock_file is not None
+
+    def _lead(self) -> bool:
+        """Take the leader lock if it is free; whether this runner now leads."""
+        if self.leading:
+            return True
+        assert self.leader_lock is not None
+        handle = self.leader_lock.open("ab")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._lock_file = handle
+        log.info("this process runs the jobs (pid %s)", os.getpid())
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            now = self.service.clock()
+            with self._note_lock:
+                noted, self._noted = self._noted, None
+            try:
+                if self._lead() and self._looks_due(now, noted):
+                    self.run_due()
+                    upcoming = self.service.next_due(now)
+                    patience = now + timedelta(seconds=self.max_sleep_s)
+                    self._next_look = min(upcoming, patience) if upcoming else patience
+                elif noted is not None and self._next_look is not None:
+                    self._next_look = min(self._next_look, noted)
+            except Exception:
+                log.exception("job round failed; trying again shortly")
+                self._next_look = now + timedelta(seconds=self.max_sleep_s)
+            wait_s = self.max_sleep_s
+            if self._next_look is not None:
+                wait_s = (self._next_look - self.service.clock()).total_seconds()
+            self._wake.wait(max(0.0, min(self.max_sleep_s, wait_s)))
+
+    def _looks_due(self, now: datetime, noted: datetime | None) -> bool:
+        return (
+            self._next_look is None
+            or self._next_look <= now
+            or (noted is not None and noted <= now)
+        )
+
+    def _run(self, reservation_id: int, job: str) -> None:
+        try:
+            circuit = self.service.begin(reservation_id, job)
+            if circuit is not None:
+                error = self._call(job, circuit)
+                self.service.finish(reservation_id, job, error)
+        except Exception:
+            log.exception("job %s for reservation %s failed", job, reservation_id)
+        finally:
+            with self._busy_lock:
+                self._busy.discard(reservation_id)
+            # What this job did may make more work due (a release after a late start).
+            self.note()
+
+    def _call(self, job: str, circuit: Circuit) -> str | None:
+        """Run the driver; the error to record, or None when it worked."""
+        driver = self.service.driver
+        if job == Job.PROVISION:
+            operation = driver.provision
+        elif job in (Job.RELEASE, Job.END):
+            operation = driver.release
+        else:
+            return None
+        future = self._calls.submit(operation, circuit)
+        try:
+            future.result(timeout=self.call_timeout_s)
+        except FutureTimeout:
+            return f"the {driver.name} driver did not answer within {self.call_timeout_s:g} s"
+        except DriverError as exc:
+            return f"the {driver.name} driver failed: {exc}"
+        except Exception as exc:
+            log.exception("driver %s raised", driver.name)
+            return f"the {driver.name} driver raised {type(exc).__name__}: {exc}"
+        return None

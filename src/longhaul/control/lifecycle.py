@@ -1,0 +1,100 @@
+"""The life of a reservation, declared as one table (TRANSITIONS below).
+
+    requested ─admit→ scheduled ─start→ provisioning ─provisioned→ active ─end→ releasing
+    releasing ─released→ finished          releasing ─released_cancelled→ cancelled
+    scheduled ─cancel→ cancelled           provisioning, active, failed ─cancel→ releasing
+    provisioning ─provision_failed→ failed      releasing ─release_failed→ failed
+    failed ─retry_provision→ provisioning   failed ─retry_release→ releasing
+    failed ─clear→ cancelled                scheduled ─missed→ failed
+
+Every change of state goes through `next_state`, which refuses what the table does not
+allow. Which event to fire (a release after a cancel ends in `cancelled`; a retry
+repeats what failed) is the service's choice; the table only says where each leads.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class State(StrEnum):
+    REQUESTED = "requested"
+    SCHEDULED = "scheduled"
+    PROVISIONING = "provisioning"
+    ACTIVE = "active"
+    RELEASING = "releasing"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class Event(StrEnum):
+    ADMIT = "admit"
+    START = "start"
+    PROVISIONED = "provisioned"
+    PROVISION_FAILED = "provision_failed"
+    END = "end"
+    RELEASED = "released"
+    RELEASED_CANCELLED = "released_cancelled"
+    RELEASE_FAILED = "release_failed"
+    CANCEL = "cancel"
+    MISSED = "missed"
+    """The whole slot passed while longhaul was down."""
+    RETRY_PROVISION = "retry_provision"
+    RETRY_RELEASE = "retry_release"
+    CLEAR = "clear"
+    """An admin states the network holds nothing for it any more."""
+
+
+TRANSITIONS: dict[tuple[State, Event], State] = {
+    (State.REQUESTED, Event.ADMIT): State.SCHEDULED,
+    (State.REQUESTED, Event.CANCEL): State.CANCELLED,
+    (State.SCHEDULED, Event.START): State.PROVISIONING,
+    (State.SCHEDULED, Event.CANCEL): State.CANCELLED,
+    (State.SCHEDULED, Event.MISSED): State.FAILED,
+    (State.PROVISIONING, Event.PROVISIONED): State.ACTIVE,
+    (State.PROVISIONING, Event.PROVISION_FAILED): State.FAILED,
+    (State.PROVISIONING, Event.CANCEL): State.RELEASING,
+    (State.PROVISIONING, Event.END): State.RELEASING,
+    (State.ACTIVE, Event.END): State.RELEASING,
+    (State.ACTIVE, Event.CANCEL): State.RELEASING,
+    (State.RELEASING, Event.RELEASED): State.FINISHED,
+    (State.RELEASING, Event.RELEASED_CANCELLED): State.CANCELLED,
+    (State.RELEASING, Event.RELEASE_FAILED): State.FAILED,
+    (State.FAILED, Event.RETRY_PROVISION): State.PROVISIONING,
+    (State.FAILED, Event.RETRY_RELEASE): State.RELEASING,
+    (State.FAILED, Event.CANCEL): State.RELEASING,
+    (State.FAILED, Event.CLEAR): State.CANCELLED,
+}
+
+HOLDS_BANDWIDTH = frozenset(
+    {
+        State.REQUESTED,
+        State.SCHEDULED,
+        State.PROVISIONING,
+        State.ACTIVE,
+        State.RELEASING,
+        # Until retried or cleared, a failed circuit may still hold the network.
+        State.FAILED,
+    }
+)
+ENDED = frozenset({State.FINISHED, State.CANCELLED})
+
+
+class TransitionError(ValueError):
+    """An event the lifecycle does not allow in the current state."""
+
+    def __init__(self, state: State, event: Event) -> None:
+        self.state = state
+        self.event = event
+        allowed = sorted(e.value for (s, e) in TRANSITIONS if s == state)
+        hint = f"; in {state.value} it can: {', '.join(allowed)}" if allowed else ""
+        super().__init__(f"a {state.value} reservation cannot {event.value}{hint}")
+
+
+def next_state(state: State, event: Event) -> State:
+    """Where `event` leads from `state`; `TransitionError` if the table has no such row."""
+    try:
+        return TRANSITIONS[(state, event)]
+    except KeyError:
+        raise TransitionError(state, event) from None

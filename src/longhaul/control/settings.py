@@ -1,0 +1,77 @@
+"""Where the control plane keeps its data and how it is reached: one value, read once."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from longhaul.errors import InputError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8642
+
+
+def data_dir() -> Path:
+    """`$LONGHAUL_HOME`, else the user's data directory (~/.local/share/longhaul)."""
+    home = os.environ.get("LONGHAUL_HOME")
+    return Path(home) if home else Path(platformdirs.user_data_dir("longhaul"))
+
+
+def database_url(value: str | None = None) -> str:
+    """A SQLAlchemy URL from `--db`, `$LONGHAUL_DB` or the default SQLite file.
+
+    A value with `://` is a URL (`postgresql+psycopg://user@host/db`); anything else is
+    the path of a SQLite file, created on first use.
+    """
+    value = value or os.environ.get("LONGHAUL_DB") or str(data_dir() / "longhaul.db")
+    if "://" in value:
+        if not value.startswith(("sqlite", "postgresql")):
+            raise InputError("--db", f"{value!r}: longhaul stores its data in SQLite or PostgreSQL")
+        return value
+    path = Path(value).expanduser().resolve()
+    return f"sqlite:///{path}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything `longhaul serve` needs."""
+
+    db_url: str = field(default_factory=database_url)
+    topology_file: Path | None = None
+    """The topology to reserve on; the shipped USN topology when None."""
+    driver: str = "log"
+    home: Path = field(default_factory=data_dir)
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    tls: bool = False
+    client_ca: Path | None = None
+    """With TLS, ask clients for a certificate signed by this CA and map its subject to a user."""
+    job_interval_s: float = 5.0
+    """The longest the job runner sleeps before looking for due work again."""
+    workers: int = 1
+    """Server processes. More use more cores; one of them runs the jobs."""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        data = json.loads(text)
+        for key in ("topology_file", "home", "client_ca"):
+            if data.get(key) is not None:
+                data[key] = Path(data[key])
+        return cls(**data)
+
+    @property
+    def driver_log(self) -> Path:
+        return self.home / "driver-log.jsonl"
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.home / "tls"

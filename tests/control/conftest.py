@@ -1,0 +1,83 @@
+"""Fixtures for the control plane: each test that asks for `db_url` runs on SQLite and on
+a real PostgreSQL (a throw-away cluster, started once per session and removed after)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from longhaul.control.db import Database, User, migrate
+from longhaul.control.db.throwaway import ThrowawayPostgres
+from longhaul.control.drivers import LogDriver
+from longhaul.control.service import Service
+from longhaul.topology import usn
+
+T0 = datetime(2030, 1, 7, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[ThrowawayPostgres]:
+    with ThrowawayPostgres() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/longhaul.db"
+    cluster: ThrowawayPostgres = request.getfixturevalue("postgres")
+    return cluster.create_database(f"test_{uuid.uuid4().hex[:12]}")
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@dataclass
+class Account:
+    user: User
+    token: str
+
+
+@pytest.fixture
+def service(db_url: str, tmp_path: Path, clock: Clock) -> Iterator[Service]:
+    db = Database(db_url)
+    migrate(db.engine)
+    topology = usn()
+    yield Service(db, topology, LogDriver(topology, tmp_path / "driver.jsonl"), clock=clock)
+    db.dispose()
+
+
+@pytest.fixture
+def alice(service: Service) -> Account:
+    return Account(*service.add_user("alice"))
+
+
+@pytest.fixture
+def bob(service: Service) -> Account:
+    return Account(*service.add_user("bob"))
+
+
+@pytest.fixture
+def admin(service: Service) -> Account:
+    return Account(*service.add_user("root", admin=True))

@@ -1,0 +1,316 @@
+"""The job runner, driven by hand: the clock moves and the test runs what is due."""
+
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+
+from longhaul.control.drivers import Circuit, CircuitStatus, DriverError, LogDriver
+from longhaul.control.jobs import JobRunner
+from longhaul.control.lifecycle import State
+from longhaul.control.service import ConflictError, ReservationChange, ReservationRequest
+
+from .conftest import T0
+
+HOUR = timedelta(hours=1)
+
+
+@dataclass
+class FlakyDriver:
+    """The log driver, failing (or hanging) when told to."""
+
+    inner: LogDriver
+    name: str = "flaky"
+    fail_provision: int = 0
+    fail_release: int = 0
+    fail_modify: int = 0
+    hang_s: float = 0.0
+    calls: list[tuple[str, int]] = field(default_factory=list)
+
+    def provision(self, circuit: Circuit) -> None:
+        self.calls.append(("provision", circuit.reservation_id))
+        if self.hang_s:
+            time.sleep(self.hang_s)
+        if self.fail_provision:
+            self.fail_provision -= 1
+            raise DriverError("port 1/1 is down")
+        self.inner.provision(circuit)
+
+    def modify(self, circuit: Circuit, previous: Circuit) -> None:
+        self.calls.append(("modify", circuit.reservation_id))
+        if self.fail_modify:
+            self.fail_modify -= 1
+            raise DriverError("switch busy")
+        self.inner.modify(circuit, previous)
+
+    def release(self, circuit: Circuit) -> None:
+        self.calls.append(("release", circuit.reservation_id))
+        if self.fail_release:
+            self.fail_release -= 1
+            raise DriverError("session lost")
+        self.inner.release(circuit)
+
+    def status(self, circuit: Circuit) -> CircuitStatus:
+        return self.inner.status(circuit)
+
+
+@pytest.fixture
+def driver(service):
+    flaky = FlakyDriver(service.driver)
+    service.driver = flaky
+    return flaky
+
+
+@pytest.fixture
+def runner(service, driver):
+    runner = JobRunner(service, call_timeout_s=2)
+    yield runner
+    runner.stop()
+
+
+def settle(runner):
+    """Run what is due until nothing more is (a job may make the next one due)."""
+    for _ in range(20):
+        started = runner.run_due()
+        if not started:
+            return
+        for future in started:
+            future.result(timeout=30)
+    raise AssertionError("jobs kept coming")
+
+
+def book(service, account, start=T0 + HOUR, hours=2, mbps=1000):
+    return service.create(
+        account.user,
+        ReservationRequest(
+            src="ORNL", dst="SUNNYVALE", bandwidth_mbps=mbps, start=start, duration=hours * HOUR
+        ),
+    )
+
+
+def path_of_states(service, account, reservation_id):
+    return [c.to_state for c in service.history(account.user, reservation_id)]
+
+
+def test_provisioned_at_the_start_and_released_at_the_end(service, runner, driver, alice, clock):
+    made = book(service, alice)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.SCHEDULED
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.ACTIVE
+    assert driver.inner.status(service.circuit(made)) is CircuitStatus.UP
+    clock.advance(hours=2)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FINISHED
+    assert driver.calls == [("provision", made.id), ("release", made.id)]
+    assert path_of_states(service, alice, made.id) == [
+        "requested", "scheduled", "provisioning", "active", "releasing", "finished",
+    ]  # fmt: skip
+    actors = {c.actor for c in service.history(alice.user, made.id)[2:]}
+    assert actors == {"scheduler"}
+
+
+def test_next_due_is_the_next_start_or_end(service, runner, alice, clock):
+    made = book(service, alice)
+    assert service.next_due(clock.now) == made.start
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.next_due(clock.now) == made.end
+
+
+def test_cancelling_an_active_reservation_tears_it_down_and_ends_cancelled(
+    service, runner, driver, alice, clock
+):
+    made = book(service, alice)
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.cancel(alice.user, made.id).state == State.RELEASING
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.CANCELLED
+    assert driver.calls[-1] == ("release", made.id)
+
+
+def test_a_failed_provision_can_be_retried(service, runner, driver, alice, clock):
+    driver.fail_provision = 1
+    made = book(service, alice)
+    clock.advance(hours=1)
+    settle(runner)
+    failed = service.get(alice.user, made.id)
+    assert failed.state == State.FAILED
+    assert (
+        "the flaky driver failed: port 1/1 is down"
+        in service.history(alice.user, made.id)[-1].reason
+    )
+    assert service.retry(alice.user, made.id).state == State.PROVISIONING
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.ACTIVE
+
+
+def test_a_failed_release_can_be_retried_or_cleared(service, runner, driver, alice, admin, clock):
+    driver.fail_release = 2
+    made = book(service, alice)
+    clock.advance(hours=1)
+    settle(runner)
+    clock.advance(hours=2)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FAILED
+    service.retry(alice.user, made.id)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FAILED
+    assert service.clear(admin.user, made.id).state == State.CANCELLED
+
+
+def test_a_failed_reservation_still_holds_its_bandwidth_until_cleared(
+    service, runner, driver, alice, admin, clock
+):
+    driver.fail_provision = 1
+    made = book(service, alice, mbps=9600)
+    book(service, alice, mbps=9600)
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FAILED
+    with pytest.raises(Exception, match="not free"):
+        book(service, alice, start=clock.now, hours=1, mbps=150)
+    service.clear(admin.user, made.id)
+    book(service, alice, start=clock.now, hours=1, mbps=150)
+
+
+def test_a_hung_driver_call_fails_instead_of_provisioning_forever(
+    service, runner, driver, alice, clock
+):
+    driver.hang_s = 3.0  # the runner gives up after 2 s
+    made = book(service, alice)
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FAILED
+    assert "did not answer within 2 s" in service.history(alice.user, made.id)[-1].reason
+
+
+def test_modifying_an_active_circuit_changes_it_in_the_network_or_not_at_all(
+    service, runner, driver, alice, clock
+):
+    made = book(service, alice)
+    clock.advance(hours=1)
+    settle(runner)
+    before = service.get(alice.user, made.id)
+    changes_before = len(service.history(alice.user, made.id))
+    driver.fail_modify = 1
+    with pytest.raises(Exception, match="the network refused the change"):
+        service.modify(alice.user, made.id, ReservationChange(bandwidth_mbps=2000))
+    kept = service.get(alice.user, made.id)
+    assert (kept.bandwidth_mbps, kept.version) == (1000, before.version)
+    assert len(service.history(alice.user, made.id)) == changes_before
+    changed = service.modify(
+        alice.user, made.id, ReservationChange(bandwidth_mbps=2000, end=made.end + HOUR)
+    )
+    assert changed.bandwidth_mbps == 2000
+    assert driver.calls[-1] == ("modify", made.id)
+    clock.advance(hours=2)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.ACTIVE  # the end moved
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FINISHED
+
+
+def test_a_releasing_or_ended_reservation_cannot_be_modified(service, runner, alice, clock):
+    made = book(service, alice)
+    clock.advance(hours=3)
+    settle(runner)
+    with pytest.raises(ConflictError, match="a failed reservation cannot be modified"):
+        service.modify(alice.user, made.id, ReservationChange(bandwidth_mbps=10))
+
+
+# -- what passed while longhaul was down ---------------------------------------------------------
+
+
+def test_a_start_passed_while_down_is_provisioned_late(service, runner, alice, clock):
+    made = book(service, alice)
+    clock.advance(hours=2)  # longhaul was down at the start
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.ACTIVE
+    assert any("late start" in c.reason for c in service.history(alice.user, made.id))
+
+
+def test_a_slot_passed_entirely_while_down_fails_and_holds_nothing_after(
+    service, runner, alice, clock
+):
+    made = book(service, alice)
+    clock.advance(hours=5)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FAILED
+    assert (
+        "its slot passed while longhaul was down" in service.history(alice.user, made.id)[-1].reason
+    )
+    with pytest.raises(ConflictError, match="its slot has ended"):
+        service.retry(alice.user, made.id)
+
+
+def test_an_end_passed_while_down_is_released(service, runner, driver, alice, clock):
+    made = book(service, alice)
+    clock.advance(hours=1)
+    settle(runner)
+    clock.advance(hours=10)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FINISHED
+
+
+def test_a_crash_mid_provisioning_is_taken_up_again(service, driver, alice, clock):
+    made = book(service, alice)
+    clock.advance(hours=1)
+    service.begin(made.id, "provision")  # the process dies right after this commit
+    assert service.get(alice.user, made.id).state == State.PROVISIONING
+    fresh = JobRunner(service, call_timeout_s=2)
+    settle(fresh)
+    fresh.stop()
+    assert service.get(alice.user, made.id).state == State.ACTIVE
+
+
+def test_a_cancel_during_provisioning_wins(service, driver, alice, clock):
+    """The user cancels while the driver is still setting up: it is torn down after."""
+    gate = threading.Event()
+    inner = driver.provision
+
+    def slow(circuit):
+        gate.wait(10)
+        inner(circuit)
+
+    driver.provision = slow
+    runner = JobRunner(service, call_timeout_s=20)
+    made = book(service, alice)
+    clock.advance(hours=1)
+    started = runner.run_due()
+    deadline = time.monotonic() + 10
+    while (
+        service.get(alice.user, made.id).state != State.PROVISIONING and time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+    service.cancel(alice.user, made.id)
+    gate.set()
+    for future in started:
+        future.result(timeout=30)
+    settle(runner)
+    runner.stop()
+    assert service.get(alice.user, made.id).state == State.CANCELLED
+    assert [c.to_state for c in service.history(alice.user, made.id)][-2:] == [
+        "releasing",
+        "cancelled",
+    ]
+
+
+def test_the_runner_thread_wakes_for_new_work(service, alice, clock, driver):
+    runner = JobRunner(service, max_sleep_s=30)
+    runner.start()
+    try:
+        made = book(service, alice, start=clock.now, hours=1)
+        deadline = time.monotonic() + 10
+        while (
+            service.get(alice.user, made.id).state != State.ACTIVE and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+        assert service.get(alice.user, made.id).state == State.ACTIVE
+    finally:
+        runner.stop()

@@ -1,0 +1,178 @@
+"""A real server in a subprocess: concurrent admission, a kill -9 and a restart, the CLI
+clients, and TLS with client certificates."""
+
+import json
+import random
+import ssl
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from longhaul.control.audit import overbookings
+from longhaul.control.db import Database
+from longhaul.topology import usn
+
+from .live import LiveServer
+
+ENDS = [
+    "ORNL",
+    "CHICAGO",
+    "SEATTLE",
+    "SUNNYVALE",
+    "ornl-e300:1/0",
+    "ornl-e300:1/1",
+    "chicago-e300",
+    "sunnyvale-e300",
+]
+
+
+def end_json(text):
+    node, _, port = text.partition(":")
+    return {"node": node, "port": port} if port else {"node": node}
+
+
+def test_concurrent_requests_never_overbook_a_link(tmp_path, db_url):
+    """At least 500 requests from 16 threads for overlapping slots; then every stored
+    booking is checked by brute force."""
+    with LiveServer(tmp_path, db_url) as server:
+        token = server.add_user("load")
+        base = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
+        rng = random.Random(7)
+        plan = []
+        for _ in range(512):
+            src, dst = rng.sample(ENDS, 2)
+            plan.append({
+                "src": end_json(src), "dst": end_json(dst),
+                "bandwidth_mbps": rng.choice([1000, 2400, 3000, 4800, 6000]),
+                "start": (base + timedelta(minutes=rng.randrange(0, 180, 15))).isoformat(),
+                "duration": rng.choice([900, 1800, 3600, 7200]),
+            })  # fmt: skip
+        statuses: list[int] = []
+        lock = threading.Lock()
+
+        def client(requests):
+            with httpx.Client(
+                base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            ) as http:
+                for body in requests:
+                    status = http.post("/api/v1/reservations", json=body).status_code
+                    with lock:
+                        statuses.append(status)
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(client, [plan[k::16] for k in range(16)]))
+    assert len(statuses) == 512
+    assert set(statuses) <= {201, 409, 422}, sorted(set(statuses))
+    admitted, refused = statuses.count(201), statuses.count(409)
+    assert admitted > 50 and refused > 50, (admitted, refused)  # there was contention
+    db = Database(db_url)
+    assert overbookings(db, usn()) == []
+    db.dispose()
+
+
+def test_a_killed_server_reconciles_when_it_restarts(tmp_path):
+    server = LiveServer(tmp_path).start()
+    try:
+        token = server.add_user("alice")
+        start = datetime.now(UTC) + timedelta(seconds=4)
+        body = {"src": {"node": "ORNL"}, "dst": {"node": "CHICAGO"}, "bandwidth_mbps": 1000,
+                "start": start.isoformat(), "duration": 5}  # fmt: skip
+        made = httpx.post(
+            f"{server.url}/api/v1/reservations",
+            json=body,
+            headers={"Authorization": f"Bearer {token}"},
+        ).json()
+        assert made["state"] == "scheduled"
+        server.kill_9()  # between scheduling and the start
+        time.sleep(max(0.0, (start - datetime.now(UTC)).total_seconds()) + 1)
+        server.start()  # after the start: it must provision late, then finish
+
+        def state():
+            return httpx.get(
+                f"{server.url}/api/v1/reservations/{made['id']}",
+                headers={"Authorization": f"Bearer {token}"},
+            ).json()["state"]
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and state() != "finished":
+            time.sleep(0.2)
+        history = httpx.get(
+            f"{server.url}/api/v1/reservations/{made['id']}/history",
+            headers={"Authorization": f"Bearer {token}"},
+        ).json()
+        assert [h["to_state"] for h in history] == [
+            "requested",
+            "scheduled",
+            "provisioning",
+            "active",
+            "releasing",
+            "finished",
+        ]
+        assert "late start" in history[2]["reason"]
+        driver_log = [
+            json.loads(line) for line in (tmp_path / "driver-log.jsonl").read_text().splitlines()
+        ]
+        assert [entry["op"] for entry in driver_log] == ["provision", "release"]
+    finally:
+        server.stop()
+
+
+def test_the_cli_clients(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    with LiveServer(tmp_path) as server:
+        token = server.add_user("alice")
+        login = server.cli("login", "--token", token, env=env)
+        assert "Signed in" in login.stdout
+        assert (tmp_path / "config" / "longhaul" / "client.toml").stat().st_mode & 0o777 == 0o600
+        start = (datetime.now(UTC) + timedelta(hours=2)).replace(microsecond=0).isoformat()
+        made = server.cli("reserve", "--src", "ornl-e300:1/0", "--dst", "SUNNYVALE", "--bandwidth", "9000",
+                          "--duration", "1h", "--start", start, "--json", env=env)  # fmt: skip
+        rid = json.loads(made.stdout)["id"]
+        # The host behind port 1/0 has a 10 Gb/s NIC: a second 9,000 from it cannot fit.
+        refused = server.cli("reserve", "--src", "ornl-e300:1/0", "--dst", "CHICAGO", "--bandwidth", "9000",
+                             "--duration", "1h", "--start", start, env=env, check=False)  # fmt: skip
+        assert refused.returncode == 2
+        assert (
+            "is not free" in refused.stderr
+            and "the earliest start with that bandwidth" in refused.stderr
+        )
+        listing = server.cli("reservations", env=env)
+        assert "scheduled" in listing.stdout and "1 of 1" in listing.stdout
+        shown = server.cli("show", str(rid), env=env)
+        assert "requested" in shown.stdout and "scheduled" in shown.stdout
+        assert "cancelled" in server.cli("cancel", str(rid), env=env).stdout
+        no_token = server.cli(
+            "reservations", env={"XDG_CONFIG_HOME": str(tmp_path / "empty")}, check=False
+        )
+        assert no_token.returncode == 2 and "longhaul login" in no_token.stderr
+    unreachable = server.cli("reservations", env=env, check=False)
+    assert unreachable.returncode == 1 and "is `longhaul serve` running?" in unreachable.stderr
+
+
+def test_tls_with_a_client_certificate(tmp_path):
+    from .certificates import issue  # noqa: PLC0415
+
+    ca, client_cert, client_key = issue(tmp_path, "CN=carol,O=ORNL")
+    with LiveServer(tmp_path, None, "--tls", "--client-ca", str(ca)) as server:
+        server.add_user("carol", "--cert-subject", "CN=carol,O=ORNL")
+        server_cert = tmp_path / "tls" / "server.crt"
+        assert server_cert.exists()
+        signed = ssl.create_default_context(cafile=server_cert)
+        signed.load_cert_chain(client_cert, client_key)
+        with httpx.Client(base_url=server.url, verify=signed) as http:
+            answer = http.get("/api/v1/reservations")
+            assert answer.status_code == 200, answer.text
+        # The CLI signs in by certificate too.
+        env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "LONGHAUL_CA": str(server_cert),
+               "LONGHAUL_CERT": str(client_cert), "LONGHAUL_KEY": str(client_key)}  # fmt: skip
+        assert "0 of 0" in server.cli("reservations", env=env).stdout
+        with httpx.Client(
+            base_url=server.url, verify=ssl.create_default_context(cafile=server_cert)
+        ) as anonymous:
+            assert anonymous.get("/api/v1/reservations").status_code == 401
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{server.url}/healthz", verify=True)  # not a publicly trusted certificate
