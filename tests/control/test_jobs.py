@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from longhaul.control.drivers import Circuit, CircuitStatus, DriverError, LogDriver
-from longhaul.control.jobs import JobRunner
+from longhaul.control.jobs import Doorbell, JobRunner
 from longhaul.control.lifecycle import State
 from longhaul.control.service import ConflictError, ReservationChange, ReservationRequest
 
@@ -314,3 +314,47 @@ def test_the_runner_thread_wakes_for_new_work(service, alice, clock, driver):
         assert service.get(alice.user, made.id).state == State.ACTIVE
     finally:
         runner.stop()
+
+
+def test_a_doorbell_carries_when_work_falls_due_to_the_leader(tmp_path):
+    rings = []
+    heard = threading.Event()
+
+    def on_ring(due_at):
+        rings.append(due_at)
+        heard.set()
+
+    leader = Doorbell(tmp_path / "jobs.sock", on_ring)
+    other = Doorbell(tmp_path / "jobs.sock", on_ring)
+    other.ring(T0)  # nobody listens yet: dropped, no error
+    leader.listen()
+    for due_at in (T0 + HOUR, None):
+        heard.clear()
+        other.ring(due_at)
+        assert heard.wait(5)
+    assert rings == [T0 + HOUR, None]
+    leader.close()
+    other.close()
+    assert not (tmp_path / "jobs.sock").exists()
+
+
+def test_only_the_leader_runs_jobs_and_hears_the_others(service, driver, tmp_path, clock):
+    lock = tmp_path / "jobs.lock"
+    first = JobRunner(service, leader_lock=lock)
+    second = JobRunner(service, leader_lock=lock)
+    try:
+        assert first._lead() and not second._lead()
+        second.note_here_or_at_leader(T0 + HOUR)  # as a change made in `second` does
+        deadline = time.monotonic() + 5
+        while first._noted is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert first._noted == T0 + HOUR  # the leader (not running its loop here) noted it
+    finally:
+        second.stop()
+        first.stop()
+    # With the leader gone, the other takes over.
+    third = JobRunner(service, leader_lock=lock)
+    try:
+        assert third._lead()
+    finally:
+        third.stop()

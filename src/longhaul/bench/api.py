@@ -15,6 +15,7 @@ instant (`longhaul.control.audit`).
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import subprocess
@@ -163,56 +164,73 @@ def _load(
     """`plan.clients` threads for `plan.duration_s`: back to back (rate None), or together
     sending `rate_per_s`, each request at its scheduled instant. Latency is counted from
     that instant, so a server that falls behind is charged for the wait it causes."""
-    latencies: list[float] = []
-    outcome: Counter[str] = Counter()
-    lock = threading.Lock()
-    start_at = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
-    gap_s = plan.clients / rate_per_s if rate_per_s else 0.0
-    # Every client connects (and is answered once) before the clock starts, so that
-    # setting up clients is not counted as the server's latency.
-    ready = threading.Barrier(plan.clients + 1)
-    began = stop = 0.0
+    load = _Load(base, token, plan, rate_per_s)
+    threads = [threading.Thread(target=load.client, args=(k,)) for k in range(plan.clients)]
+    what = f"{rate_per_s:g} requests/s" if rate_per_s else "as fast as it answers"
+    # The clients' own garbage collection would stop every client thread at once (70-90 ms
+    # here) and be charged to the server as latency; collect before and after instead.
+    gc.collect()
+    gc.disable()
+    try:
+        for thread in threads:
+            thread.start()
+        while any(t.is_alive() for t in threads):
+            if progress and load.began:
+                done = min(plan.duration_s, time.monotonic() - load.began)
+                progress(f"loading the service: {what}", int(done), int(plan.duration_s))
+            time.sleep(0.5)
+    finally:
+        gc.enable()
+    # Until the last answer, not until the threads were seen to end (that is polled).
+    elapsed_s = load.last_answer - load.began
+    return {"latencies_ms": load.latencies, "outcome": load.outcome, "elapsed_s": elapsed_s}
 
-    def client(index: int) -> None:
-        rng = random.Random(f"{plan.seed}-{rate_per_s}-{index}")
+
+class _Load:
+    """One phase of load: what the client threads share."""
+
+    def __init__(self, base: str, token: str, plan: Plan, rate_per_s: float | None) -> None:
+        self.base, self.token, self.plan, self.rate_per_s = base, token, plan, rate_per_s
+        self.gap_s = plan.clients / rate_per_s if rate_per_s else 0.0
+        self.start_at = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
+        self.latencies: list[float] = []
+        self.outcome: Counter[str] = Counter()
+        self.last_answer = 0.0
+        self.began = self.stop = 0.0
+        self._lock = threading.Lock()
+        # The clock starts once every client has connected and been answered once: making
+        # 16 clients takes a few hundred ms here, which is not the server's latency.
+        self._ready = threading.Barrier(plan.clients, action=self._start_clock)
+
+    def _start_clock(self) -> None:
+        self.began = time.monotonic()
+        self.stop = self.began + self.plan.duration_s
+
+    def client(self, index: int) -> None:
+        rng = random.Random(f"{self.plan.seed}-{self.rate_per_s}-{index}")
         mine: list[int] = []
-        with httpx.Client(
-            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
-        ) as http:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        with httpx.Client(base_url=self.base, headers=headers, timeout=60) as http:
             http.get("/healthz")
-            ready.wait()
-            due = began + index * gap_s / plan.clients
-            while due < stop:
-                if rate_per_s:
+            self._ready.wait()
+            due = self.began + index * self.gap_s / self.plan.clients
+            while due < self.stop:
+                if self.rate_per_s:
                     time.sleep(max(0.0, due - time.monotonic()))
                 else:
                     due = time.monotonic()
-                kind, method, path, body = _next_request(rng, mine, start_at)
+                kind, method, path, body = _next_request(rng, mine, self.start_at)
                 answer = http.request(method, path, json=body)
-                elapsed_ms = (time.monotonic() - due) * 1000
-                result = _outcome(kind, answer.status_code)
+                answered = time.monotonic()
                 if kind == "create" and answer.status_code == 201:
                     mine.append(answer.json()["id"])
                 if kind == "cancel" and mine:
                     mine.remove(int(path.split("/")[-2]))
-                with lock:
-                    latencies.append(elapsed_ms)
-                    outcome[result] += 1
-                due += gap_s
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(plan.clients)]
-    what = f"{rate_per_s:g} requests/s" if rate_per_s else "as fast as it answers"
-    for thread in threads:
-        thread.start()
-    began = time.monotonic() + 0.1
-    stop = began + plan.duration_s
-    ready.wait()
-    while any(t.is_alive() for t in threads):
-        if progress:
-            done = min(plan.duration_s, time.monotonic() - began)
-            progress(f"loading the service: {what}", int(done), int(plan.duration_s))
-        time.sleep(0.5)
-    return {"latencies_ms": latencies, "outcome": outcome, "elapsed_s": time.monotonic() - began}
+                with self._lock:
+                    self.last_answer = max(self.last_answer, answered)
+                    self.latencies.append((answered - due) * 1000)
+                    self.outcome[_outcome(kind, answer.status_code)] += 1
+                due += self.gap_s
 
 
 def _next_request(

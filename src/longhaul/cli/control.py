@@ -51,6 +51,7 @@ def serve(
     workers: Annotated[
         int, typer.Option(help="Server processes: more use more cores (one runs the jobs).", min=1)
     ] = 1,
+    threads: Annotated[int, typer.Option(help="Threads per process that run requests.", min=1)] = 4,
     client_ca: Annotated[
         Path | None,
         typer.Option(
@@ -74,6 +75,7 @@ def serve(
         tls=tls,
         client_ca=client_ca,
         workers=workers,
+        threads=threads,
     )
     if client_ca is not None and not tls:
         fail("--client-ca needs --tls")

@@ -13,16 +13,21 @@ as a failure, so nothing stays in provisioning forever.
 
 When several processes serve one database, only the one holding `leader_lock` (an
 exclusive lock on a file) runs jobs; the others keep trying to take it, so one takes
-over if the leader dies. The leader looks at the database at least every
-`max_sleep_s`, as it cannot hear the changes other processes make.
+over if the leader dies. The others pass on the changes they make through a doorbell
+(a Unix datagram socket beside the lock that the leader listens on), so a reservation
+booked in any process starts on time; should a ring be lost, the leader still looks at
+the database every `max_sleep_s`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
+import socket
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime, timedelta
@@ -60,7 +65,10 @@ class JobRunner:
         self._next_look: datetime | None = None
         self._note_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="longhaul-jobs", daemon=True)
-        service.on_change = self.note
+        self._doorbell: Doorbell | None = None
+        if leader_lock is not None:
+            self._doorbell = Doorbell(leader_lock.with_suffix(".sock"), self.note)
+        service.on_change = self.note_here_or_at_leader
 
     def start(self) -> None:
         self._thread.start()
@@ -72,6 +80,8 @@ class JobRunner:
             self._thread.join(timeout=10)
         self._workers.shutdown(wait=True, cancel_futures=True)
         self._calls.shutdown(wait=False, cancel_futures=True)
+        if self._doorbell is not None:
+            self._doorbell.close()
         if self._lock_file is not None:
             self._lock_file.close()  # and with it the lock
             self._lock_file = None
@@ -82,6 +92,13 @@ class JobRunner:
         with self._note_lock:
             self._noted = at if self._noted is None else min(self._noted, at)
         self._wake.set()
+
+    def note_here_or_at_leader(self, due_at: datetime | None = None) -> None:
+        """`note`, in this process if it runs the jobs, else in the one that does."""
+        if self._doorbell is not None and not self.leading:
+            self._doorbell.ring(due_at)
+        else:
+            self.note(due_at)
 
     def run_due(self) -> list[Future[None]]:
         """Start every job due now; the futures finish when the jobs do."""
@@ -108,6 +125,8 @@ class JobRunner:
             handle.close()
             return False
         self._lock_file = handle
+        if self._doorbell is not None:
+            self._doorbell.listen()
         log.info("this process runs the jobs (pid %s)", os.getpid())
         return True
 
@@ -174,3 +193,65 @@ class JobRunner:
             log.exception("driver %s raised", driver.name)
             return f"the {driver.name} driver raised {type(exc).__name__}: {exc}"
         return None
+
+
+class Doorbell:
+    """How processes that do not run the jobs tell the one that does about a change.
+
+    The leader binds a Unix datagram socket and, on a thread of its own, hands each
+    datagram (the instant work may fall due, or empty for now) to `on_ring`. Ringing never
+    blocks and never fails: with no leader listening, the datagram is simply dropped.
+    """
+
+    def __init__(self, path: Path, on_ring: Callable[[datetime | None], None]) -> None:
+        self.path = path
+        self.on_ring = on_ring
+        self._socket: socket.socket | None = None
+        self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sender.setblocking(False)
+
+    def ring(self, due_at: datetime | None) -> None:
+        message = b"" if due_at is None else due_at.isoformat().encode()
+        with contextlib.suppress(OSError):  # no leader yet, or its queue is full
+            self._sender.sendto(message, str(self.path))
+
+    def listen(self) -> None:
+        """Answer rings from now on. Only the leader calls it, holding the lock, so a socket
+        file left by an earlier leader is stale and can go."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            self.path.unlink(missing_ok=True)
+            listener.bind(str(self.path))
+        except OSError as exc:
+            listener.close()
+            why = "changes made in other processes wait for the next look at the database"
+            log.warning("no doorbell at %s (%s): %s", self.path, exc, why)
+            return
+        self._socket = listener
+        threading.Thread(
+            target=self._answer, args=(listener,), name="longhaul-doorbell", daemon=True
+        ).start()
+
+    def close(self) -> None:
+        self._sender.close()
+        listener, self._socket = self._socket, None
+        if listener is not None:
+            # shutdown wakes the thread blocked in recv; close alone would not.
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+            self.path.unlink(missing_ok=True)
+
+    def _answer(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                message = listener.recv(64)
+            except OSError:
+                return
+            if self._socket is not listener:
+                return  # closed
+            try:
+                due_at = datetime.fromisoformat(message.decode()) if message else None
+            except ValueError:
+                continue  # not ours
+            self.on_ring(due_at)

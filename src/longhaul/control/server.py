@@ -43,7 +43,7 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
     service = Service(db, topology, driver)
     leader = settings.home / "jobs.lock" if settings.workers > 1 else None
     runner = JobRunner(service, max_sleep_s=settings.job_interval_s, leader_lock=leader)
-    return service, runner, create_app(service, runner)
+    return service, runner, create_app(service, runner, settings.threads)
 
 
 def app_from_environment() -> FastAPI:

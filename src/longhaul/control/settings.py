@@ -54,6 +54,8 @@ class Settings:
     """The longest the job runner sleeps before looking for due work again."""
     workers: int = 1
     """Server processes. More use more cores; one of them runs the jobs."""
+    threads: int = 4
+    """Threads per process that run requests (see api.app.DEFAULT_THREADS)."""
 
     def to_json(self) -> str:
         return json.dumps(

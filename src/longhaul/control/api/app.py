@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Response
 from sqlalchemy import text
 
@@ -18,12 +20,24 @@ from longhaul.control.service import Service
 from longhaul.control.web.pages import router as pages
 from longhaul.control.web.pages import static
 
+DEFAULT_THREADS = 4
+"""Threads that run requests. Writers take turns anyway; with more threads, waiting ones
+crowd the interpreter lock and the 99th percentile grows (on a 2-core machine at 200
+requests/s: p99 30-54 ms with 4 threads, 46-227 ms with anyio's default 40)."""
 
-def create_app(service: Service, runner: JobRunner | None = None) -> FastAPI:
+
+def create_app(
+    service: Service, runner: JobRunner | None = None, threads: int = DEFAULT_THREADS
+) -> FastAPI:
     """The app for `service`; `runner`, if given, runs while the app does."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        # What start-up made lives as long as the process: left to the collector, each full
+        # collection walks it again, stopping every request (60-90 ms here, each few seconds).
+        gc.collect()
+        gc.freeze()
         if runner is not None:
             runner.start()
         try:

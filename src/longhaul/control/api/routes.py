@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import AwareDatetime
 
 from longhaul.control.api.auth import CurrentUser, ServiceDep
@@ -69,23 +70,35 @@ def topology(user: CurrentUser, service: ServiceDep) -> dict[str, Any]:
 # -- the four queries -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class EndsAndRoute:
+    """The ends a query is between, and the route to walk if one is asked for."""
+
+    src: str
+    dst: str
+    route: list[str] | None
+
+
+def _query(
+    service: ServiceDep, src: End, dst: End, route: Route = None, loop: Loop = None
+) -> EndsAndRoute:
+    return EndsAndRoute(src, dst, parse_route(service.topology, route, loop))
+
+
+Between = Annotated[EndsAndRoute, Depends(_query)]
+
+
 @router.get("/availability/fixed-slot", tags=["availability"])
 def fixed_slot(
     user: CurrentUser,
     service: ServiceDep,
-    src: End,
-    dst: End,
+    q: Between,
     bandwidth_mbps: Mbps,
     start: Instant,
     end: Instant,
-    route: Route = None,
-    loop: Loop = None,
 ) -> FixedSlotOut:
     """Query 1: is `bandwidth_mbps` free from `start` to `end`, and on which path."""
-    avail = service.availability()
-    path = avail.fixed_slot(
-        src, dst, bandwidth_mbps, start, end, parse_route(service.topology, route, loop)
-    )
+    path = service.availability().fixed_slot(q.src, q.dst, bandwidth_mbps, start, end, q.route)
     return FixedSlotOut(start=start, end=end, bandwidth_mbps=bandwidth_mbps, path=PathOut.of(path))
 
 
@@ -93,36 +106,25 @@ def fixed_slot(
 def earliest_start(
     user: CurrentUser,
     service: ServiceDep,
-    src: End,
-    dst: End,
+    q: Between,
     bandwidth_mbps: Mbps,
     duration: Duration,
     not_before: Instant,
-    route: Route = None,
-    loop: Loop = None,
 ) -> EarliestStartOut:
     """Query 2: the earliest start at or after `not_before` for the bandwidth and duration."""
     length = parse_duration(duration, "duration")
-    route_links = parse_route(service.topology, route, loop)
-    avail = service.availability()
-    found = avail.earliest_start(src, dst, bandwidth_mbps, length, not_before, route_links)
+    found = service.availability().earliest_start(
+        q.src, q.dst, bandwidth_mbps, length, not_before, q.route
+    )
     return EarliestStartOut.of(found)
 
 
 @router.get("/availability/max-bandwidth", tags=["availability"])
 def max_bandwidth(
-    user: CurrentUser,
-    service: ServiceDep,
-    src: End,
-    dst: End,
-    start: Instant,
-    end: Instant,
-    route: Route = None,
-    loop: Loop = None,
+    user: CurrentUser, service: ServiceDep, q: Between, start: Instant, end: Instant
 ) -> MaxBandwidthOut:
     """Query 3: the highest bandwidth free throughout `start` to `end`, and its path."""
-    avail = service.availability()
-    widest = avail.max_bandwidth(src, dst, start, end, parse_route(service.topology, route, loop))
+    widest = service.availability().max_bandwidth(q.src, q.dst, start, end, q.route)
     return MaxBandwidthOut.of(widest, start, end)
 
 
@@ -130,20 +132,16 @@ def max_bandwidth(
 def all_slots(
     user: CurrentUser,
     service: ServiceDep,
-    src: End,
-    dst: End,
+    q: Between,
     bandwidth_mbps: Mbps,
     duration: Duration,
     window_start: Instant,
     window_end: Instant,
-    route: Route = None,
-    loop: Loop = None,
 ) -> AllSlotsOut:
     """Query 4: every start within the window at which the bandwidth fits for the duration."""
     length = parse_duration(duration, "duration")
     window = (window_start, window_end)
-    route_links = parse_route(service.topology, route, loop)
-    slots = service.availability().all_slots(src, dst, bandwidth_mbps, length, window, route_links)
+    slots = service.availability().all_slots(q.src, q.dst, bandwidth_mbps, length, window, q.route)
     return AllSlotsOut(
         window_start=window_start,
         window_end=window_end,

@@ -205,17 +205,8 @@ class LinkFreeOut(BaseModel):
     steps: list[FreeStep]
 
 
-class UnavailableSuggestions(BaseModel):
-    earliest_start: EarliestStartOut | None
-    max_bandwidth: int | None
-
-
 class Health(BaseModel):
     status: Literal["ok"]
     database: str
     topology: str
     driver: str
-
-
-def duration_s(value: timedelta) -> float:
-    return value.total_seconds()
