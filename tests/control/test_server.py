@@ -177,6 +177,16 @@ def test_the_cli_clients(tmp_path):
         assert "scheduled" in listing.stdout and "1 of 1" in listing.stdout
         shown = server.cli("show", str(rid), env=env)
         assert "requested" in shown.stdout and "scheduled" in shown.stdout
+        # Longer on the same path; then more than the host's NIC can carry, which is refused
+        # and leaves the reservation as it was.
+        end = (datetime.fromisoformat(start) + timedelta(hours=3)).isoformat()
+        longer = server.cli("modify", str(rid), "--end", end, env=env)
+        assert "scheduled" in longer.stdout and "to " in longer.stdout
+        too_much = server.cli("modify", str(rid), "--bandwidth", "12000", env=env, check=False)
+        assert too_much.returncode == 2 and "unchanged" in too_much.stderr
+        assert "nothing to change" in server.cli("modify", str(rid), env=env, check=False).stderr
+        shown = json.loads(server.cli("show", str(rid), "--json", env=env).stdout)
+        assert shown["bandwidth_mbps"] == 9000 and shown["version"] == 2
         assert "cancelled" in server.cli("cancel", str(rid), env=env).stdout
         no_token = server.cli(
             "reservations", env={"XDG_CONFIG_HOME": str(tmp_path / "empty")}, check=False

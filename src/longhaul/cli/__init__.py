@@ -27,7 +27,7 @@ app.command(name="slots")(slots.slots)
 app.command(name="serve")(control.serve)
 app.add_typer(control.user_app, name="user")
 for command in (reservations.login, reservations.reserve, reservations.reservations,
-                reservations.show, reservations.cancel):  # fmt: skip
+                reservations.show, reservations.modify, reservations.cancel):  # fmt: skip
     app.command()(command)
 
 

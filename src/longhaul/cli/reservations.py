@@ -1,4 +1,4 @@
-"""`longhaul login`, `reserve`, `reservations`, `show`, `cancel`: the service's clients."""
+"""`longhaul login`, `reserve`, `reservations`, `show`, `modify`, `cancel`: the clients."""
 
 from __future__ import annotations
 
@@ -120,9 +120,13 @@ def reserve(
     if json_output:
         print(json.dumps(made, indent=2))
         return
-    path = made.get("path") or {}
-    console.print(f"Reservation {made['id']} {made['state']}: {made['bandwidth_mbps']:,} Mb/s "
-                  f"from {made['start']} to {made['end']}")  # fmt: skip
+    _summary(made)
+
+
+def _summary(item: dict[str, Any]) -> None:
+    path = item.get("path") or {}
+    console.print(f"Reservation {item['id']} {item['state']}: {item['bandwidth_mbps']:,} Mb/s "
+                  f"from {_time(item['start'])} to {_time(item['end'])}")  # fmt: skip
     console.print(f"  via {' → '.join(path.get('nodes', []))} (RTT {path.get('rtt_ms', 0):.2f} ms)")
 
 
@@ -168,14 +172,38 @@ def show(
     console.print(f"Reservation {item['id']} {version}, owner {item['owner']}")
     ends = f"from {_end_text(item['src'])} to {_end_text(item['dst'])}"
     console.print(f"  {item['bandwidth_mbps']:,} Mb/s {ends}")
-    console.print(f"  {item['start']} → {item['end']}")
+    console.print(f"  {_time(item['start'])} → {_time(item['end'])}")
     nodes = " → ".join(path.get("nodes", []))
     console.print(f"  via {nodes}; {path.get('hops', 0)} hops, RTT {path.get('rtt_ms', 0):.2f} ms")
     for c in history:
         before = c["from_state"] or "-"
         console.print(
-            f"  {c['at']}  {before:>12} → {c['to_state']:<12} {c['reason']} ({c['actor']})"
+            f"  {_time(c['at'])}  {before:>12} → {c['to_state']:<12} {c['reason']} ({c['actor']})"
         )
+
+
+def modify(
+    reservation_id: Annotated[int, typer.Argument(help="The reservation's number.")],
+    end: Annotated[str | None, typer.Option(help="New end time with a zone.")] = None,
+    bandwidth: Annotated[int | None, typer.Option(help="New bandwidth, Mb/s.")] = None,
+    server: ServerOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Change a reservation's end or bandwidth: kept on its path if it fits there, else
+    re-routed; if it fits nowhere, it stays as it was."""
+    if end is None and bandwidth is None:
+        fail("nothing to change: give --end, --bandwidth or both")
+    body: dict[str, Any] = {}
+    if end is not None:
+        body["end"] = parse_instant(end, "--end").isoformat()
+    if bandwidth is not None:
+        body["bandwidth_mbps"] = bandwidth
+    with _client(server) as client:
+        item = _run(lambda: client.modify(reservation_id, body))
+    if json_output:
+        print(json.dumps(item, indent=2))
+        return
+    _summary(item)
 
 
 def cancel(
@@ -186,6 +214,11 @@ def cancel(
     with _client(server) as client:
         item = _run(lambda: client.cancel(reservation_id))
     console.print(f"Reservation {item['id']}: {item['state']}")
+
+
+def _time(text: str) -> str:
+    """`2030-01-07T09:00:00.25Z` as `2030-01-07 09:00:00 UTC`."""
+    return datetime.fromisoformat(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _short_time(text: str) -> str:

@@ -620,13 +620,16 @@ class Service:
         )
 
     def _start(self, request: ReservationRequest, now: datetime) -> datetime:
+        # "Now" is the current whole second: a start a fraction of a second early changes
+        # nothing, and every time shown stays readable.
+        this_second = now.replace(microsecond=0)
         if request.start is None:
-            return now
+            return this_second
         if request.start.tzinfo is None:
             raise InputError("start", "needs a time zone, e.g. 2030-01-07T09:00:00Z")
         if request.start < now - PAST_START_TOLERANCE and not request.asap:
             raise InputError("start", f"{format_instant(request.start)} is in the past; use 'now'")
-        return max(request.start, now) if request.asap else request.start
+        return max(request.start, this_second) if request.asap else request.start
 
     def _duration(self, request: ReservationRequest, start: datetime) -> timedelta:
         if (request.end is None) == (request.duration is None):

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI, Response
+from fastapi_swagger import patch_fastapi
 from sqlalchemy import text
 
 from longhaul import __version__
@@ -52,11 +53,21 @@ def create_app(
         summary="Reserve dedicated wide-area bandwidth: the four USN path queries and a "
         "reservation lifecycle.",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # served below from a local copy: the pages work offline
+        swagger_ui_oauth2_redirect_url=None,
         redoc_url=None,
         openapi_url="/api/v1/openapi.json",
     )
     app.state.service = service
+    # Swagger UI from fastapi-swagger's copy, not FastAPI's default CDN.
+    patch_fastapi(
+        app,
+        docs_url="/api/docs",
+        redirect_from_root_to_docs=False,
+        swagger_js_url="/api/docs/swagger-ui-bundle.js",
+        swagger_css_url="/api/docs/swagger-ui.css",
+        swagger_favicon_url="/api/docs/favicon.png",
+    )
     metrics = Metrics(service)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     problems.install(app)

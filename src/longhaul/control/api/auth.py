@@ -6,6 +6,7 @@ from typing import Annotated
 
 from cryptography import x509
 from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.db import User
@@ -32,10 +33,24 @@ def certificate_subject(request: Request) -> str | None:
     return x509.load_pem_x509_certificate(chain[0].encode()).subject.rfc4514_string()
 
 
-def current_user(request: Request) -> User:
+BEARER = HTTPBearer(
+    auto_error=False,
+    description="An API token: `longhaul user add NAME` makes one and shows it once.",
+)
+"""Declares the token in the OpenAPI document (so the API page can send one); reading it
+stays in `current_user`, which also takes the page's cookie or a client certificate."""
+
+
+def current_user(
+    request: Request, bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
+) -> User:
+    return authenticate(request, bearer.credentials if bearer is not None else None)
+
+
+def authenticate(request: Request, token: str | None) -> User:
+    """The user a bearer token, else the page's cookie, else a client certificate signs in."""
     service = service_of(request)
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
+    if token is not None and token.strip():
         user = service.user_by_token(token.strip())
         if user is None:
             raise UnauthorizedError(

@@ -72,13 +72,19 @@ class LogDriver:
                 handle.write(json.dumps(entry) + "\n")
 
     def _commands(self, circuit: Circuit, op: str) -> list[dict[str, Any]]:
-        commands = []
+        commands: list[dict[str, Any]] = []
         for index, node_id in enumerate(circuit.path.nodes):
             kind = self.topology.nodes[node_id].kind
             in_port, out_port = circuit.ports_at(index)
-            if kind is NodeKind.HOST or in_port is None or out_port is None:
+            if kind is NodeKind.HOST:
                 continue
-            if kind is NodeKind.CORE:
+            if in_port is None or out_port is None:
+                # A reservation that names a switch, not one of its ports, ends inside it:
+                # there is no second port to join, so this switch is told nothing.
+                port = in_port or out_port
+                note = f"ends here on line port {port}: no client port named, nothing to join"
+                commands.append({"node": node_id, "language": None, "lines": [], "note": note})
+            elif kind is NodeKind.CORE:
                 lines = _tl1(circuit, op, node_id, in_port, out_port)
                 commands.append({"node": node_id, "language": "tl1", "lines": lines})
             else:

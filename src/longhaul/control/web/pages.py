@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from longhaul.control.api.auth import COOKIE, current_user, service_of
+from longhaul.control.api.auth import COOKIE, authenticate, service_of
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.db import User
 from longhaul.control.lifecycle import State
@@ -45,7 +45,7 @@ CHART = {"left": 70.0, "width": 820.0, "top": 20.0, "height": 220.0}
 
 def _user(request: Request) -> User | None:
     try:
-        return current_user(request)
+        return authenticate(request, None)
     except UnauthorizedError:
         return None
 
