@@ -1,0 +1,341 @@
+//! The control socket: JSON lines in, JSON lines out, over a Unix stream socket.
+//!
+//! ```text
+//! {"op": "stats"}                                   counters and state of both directions
+//! {"op": "config"}                                  what each direction imposes
+//! {"op": "set", "direction": "both", "rate_bps": 1000000000, "delay_ns": 13400000}
+//! {"op": "stop"}                                    exit as on SIGTERM
+//! ```
+//! `set` changes only the fields it names (`direction`: `a_to_b`, `b_to_a` or `both`);
+//! `null` returns `queue_bytes` to one bandwidth-delay product and removes `cross`.
+//! Every answer has `"ok"`; a refusal has `"error"`, naming the field.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::config::DirectionConfig;
+use crate::link::Direction;
+
+/// What a request asks of the engine besides its answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Then {
+    Continue,
+    Stop,
+}
+
+/// Answer one request line, changing `link` if it asks to. `extra` makes what is added to
+/// stats (only when stats are asked for).
+pub fn handle(
+    line: &str,
+    link: &mut [Direction; 2],
+    now_ns: u64,
+    extra: &dyn Fn() -> Value,
+) -> (Value, Then) {
+    let request: Value = match serde_json::from_str(line) {
+        Ok(Value::Object(map)) => Value::Object(map),
+        Ok(_) => {
+            return (
+                refuse("a request is a JSON object with an \"op\""),
+                Then::Continue,
+            );
+        }
+        Err(e) => return (refuse(&format!("not JSON: {e}")), Then::Continue),
+    };
+    match request.get("op").and_then(Value::as_str) {
+        Some("stats") => {
+            let [ab, ba] = link;
+            let answer = json!({
+                "ok": true,
+                "now_ns": now_ns,
+                "a_to_b": ab.stats(now_ns),
+                "b_to_a": ba.stats(now_ns),
+                "engine": extra(),
+            });
+            (answer, Then::Continue)
+        }
+        Some("config") => (configs(link), Then::Continue),
+        Some("set") => match set(&request, link, now_ns) {
+            Ok(()) => (configs(link), Then::Continue),
+            Err(e) => (refuse(&e), Then::Continue),
+        },
+        Some("stop") => (json!({"ok": true}), Then::Stop),
+        Some(other) => (
+            refuse(&format!(
+                "op {other:?} is not one of stats, config, set, stop"
+            )),
+            Then::Continue,
+        ),
+        None => (
+            refuse("op is missing: stats, config, set or stop"),
+            Then::Continue,
+        ),
+    }
+}
+
+fn configs(link: &[Direction; 2]) -> Value {
+    json!({"ok": true, "a_to_b": link[0].config(), "b_to_a": link[1].config()})
+}
+
+fn refuse(error: &str) -> Value {
+    json!({"ok": false, "error": error})
+}
+
+fn set(request: &Value, link: &mut [Direction; 2], now_ns: u64) -> Result<(), String> {
+    let Value::Object(fields) = request else {
+        unreachable!("checked by handle")
+    };
+    let which: &[usize] = match fields.get("direction").and_then(Value::as_str) {
+        None | Some("both") => &[0, 1],
+        Some("a_to_b") => &[0],
+        Some("b_to_a") => &[1],
+        Some(other) => return Err(format!("direction {other:?} is not a_to_b, b_to_a or both")),
+    };
+    let changes: Map<String, Value> = fields
+        .iter()
+        .filter(|(k, _)| *k != "op" && *k != "direction")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // Check both before changing either: a refused change changes nothing.
+    let mut updated = Vec::new();
+    for &index in which {
+        let mut current = serde_json::to_value(link[index].config()).map_err(|e| e.to_string())?;
+        if let Value::Object(map) = &mut current {
+            map.extend(changes.clone());
+        }
+        let config: DirectionConfig =
+            serde_json::from_value(current).map_err(|e| format!("set: {e}"))?;
+        config.check()?;
+        updated.push((index, config));
+    }
+    for (index, config) in updated {
+        link[index].reconfigure(now_ns, config);
+    }
+    Ok(())
+}
+
+/// The listening socket and its connections.
+pub struct ControlServer {
+    listener: UnixListener,
+    path: PathBuf,
+    clients: Vec<Client>,
+}
+
+struct Client {
+    stream: UnixStream,
+    incoming: Vec<u8>,
+    outgoing: Vec<u8>,
+    closed: bool,
+}
+
+impl ControlServer {
+    pub fn bind(path: &Path) -> io::Result<Self> {
+        if path.exists() {
+            // A socket left by an emulator that was killed; a live one would answer.
+            if UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{} is in use by a running emulator", path.display()),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let listener = UnixListener::bind(path)?;
+        listener.set_nonblocking(true)?;
+        Ok(Self {
+            listener,
+            path: path.to_owned(),
+            clients: Vec::new(),
+        })
+    }
+
+    /// The descriptors to wait on, each with whether it waits to write.
+    pub fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+        let mut fds = vec![(self.listener.as_fd(), false)];
+        fds.extend(
+            self.clients
+                .iter()
+                .map(|c| (c.stream.as_fd(), !c.outgoing.is_empty())),
+        );
+        fds
+    }
+
+    /// Accept, read and answer whatever is ready; whether a client asked to stop.
+    pub fn serve(&mut self, mut answer: impl FnMut(&str) -> (Value, Then)) -> Then {
+        while let Ok((stream, _)) = self.listener.accept() {
+            if stream.set_nonblocking(true).is_ok() {
+                self.clients.push(Client {
+                    stream,
+                    incoming: Vec::new(),
+                    outgoing: Vec::new(),
+                    closed: false,
+                });
+            }
+        }
+        let mut then = Then::Continue;
+        for client in &mut self.clients {
+            client.receive();
+            while let Some(end) = client.incoming.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = client.incoming.drain(..=end).collect();
+                let text = String::from_utf8_lossy(&line);
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let (reply, wants) = answer(text.trim());
+                if wants == Then::Stop {
+                    then = Then::Stop;
+                }
+                client.outgoing.extend(reply.to_string().bytes());
+                client.outgoing.push(b'\n');
+            }
+            client.send();
+        }
+        self.clients.retain(|c| !c.closed || !c.outgoing.is_empty());
+        then
+    }
+}
+
+impl Client {
+    fn receive(&mut self) {
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.closed = true;
+                    return;
+                }
+                Ok(n) => self.incoming.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+            if self.incoming.len() > 1 << 20 {
+                self.closed = true; // not a control client
+                self.incoming.clear();
+                return;
+            }
+        }
+    }
+
+    fn send(&mut self) {
+        while !self.outgoing.is_empty() {
+            match self.stream.write(&self.outgoing) {
+                Ok(n) => {
+                    self.outgoing.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.outgoing.clear();
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Send one request to the emulator listening at `path`; its answer.
+pub fn request(path: &Path, line: &str) -> io::Result<Value> {
+    let mut stream = UnixStream::connect(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("no emulator answers at {} ({e})", path.display()),
+        )
+    })?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    stream.write_all(line.trim().as_bytes())?;
+    stream.write_all(b"\n")?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 8192];
+    while !answer.ends_with(b"\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buf[..n]);
+    }
+    serde_json::from_slice(&answer).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link() -> [Direction; 2] {
+        let config = DirectionConfig::new(1_000_000_000, 13_400_000);
+        [
+            Direction::new(config.clone(), 1, 0),
+            Direction::new(config, 2, 0),
+        ]
+    }
+
+    #[test]
+    fn set_changes_only_the_fields_it_names() {
+        let mut link = link();
+        let (answer, then) = handle(
+            r#"{"op": "set", "direction": "a_to_b", "delay_ns": 81500000}"#,
+            &mut link,
+            0,
+            &|| Value::Null,
+        );
+        assert_eq!(then, Then::Continue);
+        assert_eq!(answer["ok"], true, "{answer}");
+        assert_eq!(link[0].config().delay_ns, 81_500_000);
+        assert_eq!(link[0].config().rate_bps, 1_000_000_000);
+        assert_eq!(link[1].config().delay_ns, 13_400_000);
+        let (answer, _) = handle(
+            r#"{"op": "set", "loss": {"model": "random", "probability": 0.001}}"#,
+            &mut link,
+            0,
+            &|| Value::Null,
+        );
+        assert_eq!(answer["b_to_a"]["loss"]["probability"], 0.001);
+    }
+
+    #[test]
+    fn a_refused_change_changes_nothing_and_names_the_field() {
+        let mut link = link();
+        for (request, says) in [
+            (r#"{"op": "set", "rate": 5}"#, "rate"),
+            (r#"{"op": "set", "rate_bps": 10}"#, "rate_bps"),
+            (r#"{"op": "set", "direction": "up"}"#, "direction"),
+            (r#"{"op": "fly"}"#, "fly"),
+            (r"[1, 2]", "object"),
+            ("{nope", "not JSON"),
+        ] {
+            let (answer, _) = handle(request, &mut link, 0, &|| Value::Null);
+            assert_eq!(answer["ok"], false);
+            assert!(answer["error"].as_str().unwrap().contains(says), "{answer}");
+        }
+        assert_eq!(link[0].config().rate_bps, 1_000_000_000);
+    }
+
+    #[test]
+    fn stats_and_stop() {
+        let mut link = link();
+        let (answer, _) = handle(
+            r#"{"op": "stats"}"#,
+            &mut link,
+            5,
+            &|| json!({"wakeups": 3}),
+        );
+        assert_eq!(answer["a_to_b"]["rx_packets"], 0);
+        assert_eq!(answer["a_to_b"]["queue_limit_bytes"], 3_350_000);
+        assert_eq!(answer["engine"]["wakeups"], 3);
+        assert_eq!(
+            handle(r#"{"op": "stop"}"#, &mut link, 0, &|| Value::Null).1,
+            Then::Stop
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! `longhaul-wan`: join two TUN devices in two network namespaces by an emulated
+//! wide-area link, or talk to one that runs.
+
+// Doc comments here are the command's help text, read by people, not rustdoc.
+#![allow(clippy::doc_markdown)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use longhaul_wan::config::{
+    CrossTraffic, DirectionConfig, LinkConfig, Loss, parse_bytes, parse_duration_ns, parse_rate,
+};
+use longhaul_wan::control::{ControlServer, request};
+use longhaul_wan::engine::{Engine, hold_cpu_latency_qos, now_ns, run_in_real_time};
+use longhaul_wan::link::Direction;
+use longhaul_wan::tun::Tun;
+
+#[derive(Parser)]
+#[command(
+    name = "longhaul-wan",
+    version,
+    about = "A userspace wide-area link between two TUN devices: rate, delay, queue, loss, cross-traffic."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create the two devices and emulate the link until SIGTERM (or a `stop` request).
+    ///
+    /// Prints one JSON line when the devices exist (give them addresses and bring them up
+    /// then), and the final counters as JSON when it stops.
+    Run(Box<RunArgs>),
+    /// Send one request to a running emulator and print its JSON answer:
+    /// stats, config, stop, or set followed by JSON fields such as '{"delay_ns": 13400000}'.
+    Ctl {
+        /// The emulator's control socket (`run --control`).
+        socket: PathBuf,
+        /// stats | config | stop | set
+        op: String,
+        /// For set: the fields to change, as a JSON object (may name "direction").
+        fields: Option<String>,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Network namespace of device A (a name under /run/netns, or a path); default: this one.
+    #[arg(long)]
+    a_netns: Option<String>,
+    /// Name of device A (created; up to 15 characters).
+    #[arg(long)]
+    a_dev: String,
+    /// Network namespace of device B.
+    #[arg(long)]
+    b_netns: Option<String>,
+    /// Name of device B.
+    #[arg(long)]
+    b_dev: String,
+    /// The link's rate in each direction, e.g. 9.6g, 1g, 100m.
+    #[arg(long, value_parser = parse_rate, default_value = "1g")]
+    rate: u64,
+    /// One-way propagation delay in each direction, e.g. 13.4ms, 81.5ms.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "0ms")]
+    delay: u64,
+    /// Queue limit in bytes, e.g. 196m; default: one bandwidth-delay product.
+    #[arg(long, value_parser = parse_bytes)]
+    queue: Option<u64>,
+    /// Bytes of framing per wire segment beyond the IP packet (0: count IP bytes).
+    #[arg(long, default_value_t = 0)]
+    frame_overhead: u32,
+    /// Random loss: the probability that a segment is lost, e.g. 1e-5.
+    #[arg(long)]
+    loss: Option<f64>,
+    /// Gilbert-Elliott burst loss: p,r[,loss_good,loss_bad] (default loss 0 in Good, 1 in Bad).
+    #[arg(long, value_parser = parse_gilbert_elliott, conflicts_with = "loss")]
+    burst_loss: Option<Loss>,
+    /// Synthetic cross-traffic: RATE[,on=DURATION,off=DURATION], e.g. 2g or 4g,on=50ms,off=50ms.
+    #[arg(long, value_parser = parse_cross)]
+    cross: Option<CrossTraffic>,
+    /// Both directions as JSON ({"a_to_b": {...}, "b_to_a": {...}}); overrides the flags above.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// A Unix socket to answer stats, config, set and stop requests on.
+    #[arg(long)]
+    control: Option<PathBuf>,
+    /// Seed of the loss decisions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Stop sleeping this long before a packet is due and poll instead: a virtual machine
+    /// wakes sleepers late. 0 never polls (less CPU, later releases).
+    #[arg(long, value_parser = parse_duration_ns, default_value = "150us")]
+    spin: u64,
+    /// Real-time (SCHED_FIFO) priority of the emulator's threads, 1-99; 0 leaves them to
+    /// the fair scheduler, which on a busy machine keeps them waiting for milliseconds.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=99))]
+    priority: i32,
+    /// Keep idle CPUs out of deep sleep while running (a CPU latency request), so that a packet
+    /// arriving while the emulator sleeps is seen at once: false lets the machine idle deeper.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    cpu_latency_qos: bool,
+}
+
+fn parse_gilbert_elliott(text: &str) -> Result<Loss, String> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("{v:?} is not a number"))
+        })
+        .collect::<Result<_, _>>()?;
+    match values[..] {
+        [p, r] => Ok(Loss::GilbertElliott {
+            p,
+            r,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        }),
+        [p, r, loss_good, loss_bad] => Ok(Loss::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        }),
+        _ => Err("give p,r or p,r,loss_good,loss_bad".into()),
+    }
+}
+
+fn parse_cross(text: &str) -> Result<CrossTraffic, String> {
+    let mut parts = text.split(',');
+    let rate_bps = parse_rate(parts.next().unwrap_or_default())?;
+    let mut cross = CrossTraffic {
+        rate_bps,
+        packet_bytes: 1_500,
+        on_ns: 0,
+        off_ns: 0,
+    };
+    for part in parts {
+        match part.split_once('=') {
+            Some(("on", v)) => cross.on_ns = parse_duration_ns(v)?,
+            Some(("off", v)) => cross.off_ns = parse_duration_ns(v)?,
+            Some(("size", v)) => {
+                cross.packet_bytes = v.parse().map_err(|_| format!("size {v:?} is not bytes"))?;
+            }
+            _ => {
+                return Err(format!(
+                    "{part:?}: use on=DURATION, off=DURATION or size=BYTES"
+                ));
+            }
+        }
+    }
+    Ok(cross)
+}
+
+fn link_config(args: &RunArgs) -> Result<LinkConfig, String> {
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--config {}: {e}", path.display()))?;
+        return serde_json::from_str(&text)
+            .map_err(|e| format!("--config {}: {e}", path.display()));
+    }
+    let mut one = DirectionConfig::new(args.rate, args.delay);
+    one.queue_bytes = args.queue;
+    one.frame_overhead_bytes = args.frame_overhead;
+    one.cross.clone_from(&args.cross);
+    if let Some(probability) = args.loss {
+        one.loss = Loss::Random { probability };
+    }
+    if let Some(loss) = &args.burst_loss {
+        one.loss = loss.clone();
+    }
+    Ok(LinkConfig {
+        a_to_b: one.clone(),
+        b_to_a: one,
+    })
+}
+
+fn run(args: &RunArgs) -> Result<(), (u8, String)> {
+    let config = link_config(args).map_err(|e| (2, e))?;
+    for (name, direction) in [("a_to_b", &config.a_to_b), ("b_to_a", &config.b_to_a)] {
+        direction.check().map_err(|e| (2, format!("{name}: {e}")))?;
+    }
+    if args.a_dev == args.b_dev && args.a_netns == args.b_netns {
+        return Err((2, "the two devices must differ (name or namespace)".into()));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| (1, e.to_string()))?;
+    }
+    // 1 ns of timer slack: the default 50 µs would be most of a short link's error budget.
+    // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let open = |netns: &Option<String>, dev: &str| {
+        Tun::open(netns.as_deref(), dev).map_err(|e| (1, format!("device {dev}: {e}")))
+    };
+    let a = open(&args.a_netns, &args.a_dev)?;
+    let b = open(&args.b_netns, &args.b_dev)?;
+    let control = match &args.control {
+        Some(path) => Some(
+            ControlServer::bind(path)
+                .map_err(|e| (1, format!("--control {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let now = now_ns();
+    let link = [
+        Direction::new(config.a_to_b, args.seed, now),
+        Direction::new(config.b_to_a, args.seed.wrapping_add(1), now),
+    ];
+    let ready = json!({
+        "ready": true,
+        "pid": std::process::id(),
+        "a": a.name,
+        "b": b.name,
+        "udp_offload": a.udp_offload && b.udp_offload,
+    });
+    println!("{ready}");
+    let _qos = match args.cpu_latency_qos.then(hold_cpu_latency_qos) {
+        Some(Ok(file)) => Some(file),
+        Some(Err(e)) => {
+            warn_no_qos(&e);
+            None
+        }
+        None => None,
+    };
+    let priority = (args.priority > 0).then_some(args.priority);
+    if let Some(priority) = priority
+        && let Err(e) = run_in_real_time(priority)
+    {
+        warn(&format!(
+            "no real-time priority ({e}); releases may come late under load"
+        ));
+    }
+    let mut engine = Engine::new([a, b], link, control);
+    engine.spin_ns = args.spin;
+    engine
+        .run(&stop)
+        .map_err(|e| (1, format!("emulator: {e}")))?;
+    println!("{}", engine.stats());
+    Ok(())
+}
+
+fn warn_no_qos(error: &std::io::Error) {
+    warn(&format!(
+        "no CPU latency request ({error}); arrivals may be seen late"
+    ));
+}
+
+fn warn(message: &str) {
+    eprintln!("longhaul-wan: {message}");
+}
+
+fn ctl(socket: &std::path::Path, op: &str, fields: Option<&str>) -> Result<(), (u8, String)> {
+    let mut body = match fields {
+        Some(text) => serde_json::from_str::<serde_json::Value>(text)
+            .map_err(|e| (2, format!("fields are not a JSON object: {e}")))?,
+        None => json!({}),
+    };
+    let Some(map) = body.as_object_mut() else {
+        return Err((2, "fields must be a JSON object".into()));
+    };
+    map.insert("op".into(), json!(op));
+    let answer = request(socket, &body.to_string()).map_err(|e| (1, e.to_string()))?;
+    println!("{answer}");
+    if answer["ok"] == true {
+        Ok(())
+    } else {
+        Err((2, answer["error"].as_str().unwrap_or("refused").to_owned()))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(args) => run(args),
+        Command::Ctl { socket, op, fields } => ctl(socket, op, fields.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            eprintln!("longhaul-wan: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
