@@ -2,7 +2,9 @@
 //!
 //! The pure core (`config`, `packet`, `loss`, `link`) takes packets and instants and
 //! gives back packets and instants; the shell (`tun`, `control`, `engine`) opens the TUN
-//! devices, keeps time and moves the bytes.
+//! devices, keeps time and moves the bytes. `traffic` is the testbed's real UDP
+//! cross-traffic, a paced sender and a counting sink: its schedule and its counting are
+//! pure, its sockets are shell.
 
 pub mod config;
 pub mod link;
@@ -11,4 +13,5 @@ pub mod packet;
 
 pub mod control;
 pub mod engine;
+pub mod traffic;
 pub mod tun;

@@ -4,6 +4,7 @@
 // Doc comments here are the command's help text, read by people, not rustdoc.
 #![allow(clippy::doc_markdown)]
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use longhaul_wan::config::{
 use longhaul_wan::control::{ControlServer, request};
 use longhaul_wan::engine::{Engine, hold_cpu_latency_qos, now_ns, run_in_real_time};
 use longhaul_wan::link::Direction;
+use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
 use longhaul_wan::tun::Tun;
 
 #[derive(Parser)]
@@ -48,6 +50,19 @@ enum Command {
         /// For set: the fields to change, as a JSON object (may name "direction").
         fields: Option<String>,
     },
+    /// Send UDP datagrams paced to a rate (UDP GSO: many datagrams per system call).
+    ///
+    /// Each datagram starts with its sequence number and send time (u64 big-endian:
+    /// number from 0, CLOCK_REALTIME ns). Prints one JSON object when it ends: datagrams,
+    /// bytes (payload), ip_bytes, duration_s, rate_bps (IP, over the time on), gso,
+    /// send_errors, late_max_ns.
+    UdpSend(UdpSendArgs),
+    /// Receive and count UDP datagrams (UDP GRO: many datagrams per system call).
+    ///
+    /// Prints {"listening": "ADDR:PORT"} to stderr once bound, and one JSON object to
+    /// stdout when it ends: datagrams, bytes, ip_bytes, lost, reordered, duration_s and
+    /// rate_bps (first to last arrival), intervals (per second), gro, socket_drops.
+    UdpSink(UdpSinkArgs),
 }
 
 #[derive(Args)]
@@ -106,6 +121,58 @@ struct RunArgs {
     /// arriving while the emulator sleeps is seen at once: false lets the machine idle deeper.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     cpu_latency_qos: bool,
+}
+
+#[derive(Args)]
+struct UdpSendArgs {
+    /// Where to send: ADDR:PORT.
+    #[arg(long)]
+    to: SocketAddr,
+    /// The rate while on, counting IP bytes (payload, UDP and IP headers), e.g. 2g, 500m.
+    #[arg(long, value_parser = parse_rate)]
+    rate: u64,
+    /// How long to run, e.g. 3s.
+    #[arg(long, value_parser = parse_duration_ns)]
+    duration: u64,
+    /// Payload bytes per datagram: 1472 fills a 1500-byte IPv4 packet, 1452 an IPv6 one
+    /// (with GSO a datagram must fit the route's MTU).
+    #[arg(long, default_value_t = 1472, value_parser = clap::value_parser!(u16).range(16..=65_507))]
+    size: u16,
+    /// The local address to send from: ADDR or ADDR:PORT.
+    #[arg(long, value_parser = parse_bind)]
+    bind: Option<SocketAddr>,
+    /// Send for this long, then be silent for --off, repeating.
+    #[arg(long, value_parser = parse_duration_ns, requires = "off")]
+    on: Option<u64>,
+    /// Silent this long after each --on.
+    #[arg(long, value_parser = parse_duration_ns, requires = "on")]
+    off: Option<u64>,
+    /// Hand the kernel many datagrams per send (UDP GSO); false sends one per call.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    gso: bool,
+}
+
+#[derive(Args)]
+struct UdpSinkArgs {
+    /// Where to listen: ADDR:PORT (port 0: any free port, told on stderr).
+    #[arg(long)]
+    listen: SocketAddr,
+    /// The longest to run, e.g. 10s.
+    #[arg(long, value_parser = parse_duration_ns)]
+    duration: u64,
+    /// Stop this long after the last datagram, once traffic had started.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "2s")]
+    idle_timeout: u64,
+    /// Take datagrams coalesced (UDP GRO); false reads one per call.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    gro: bool,
+}
+
+/// A local address to bind: ADDR:PORT, or ADDR (any port).
+fn parse_bind(text: &str) -> Result<SocketAddr, String> {
+    text.parse::<SocketAddr>()
+        .or_else(|_| text.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("{text:?} is not ADDR or ADDR:PORT"))
 }
 
 fn parse_gilbert_elliott(text: &str) -> Result<Loss, String> {
@@ -191,10 +258,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     if args.a_dev == args.b_dev && args.a_netns == args.b_netns {
         return Err((2, "the two devices must differ (name or namespace)".into()));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| (1, e.to_string()))?;
-    }
+    let stop = stop_on_signals()?;
     // 1 ns of timer slack: the default 50 µs would be most of a short link's error budget.
     // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -248,6 +312,61 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     Ok(())
 }
 
+/// A flag that SIGTERM and SIGINT set.
+fn stop_on_signals() -> Result<Arc<AtomicBool>, (u8, String)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| (1, e.to_string()))?;
+    }
+    Ok(stop)
+}
+
+fn udp_send(args: &UdpSendArgs) -> Result<(), (u8, String)> {
+    if args.on == Some(0) {
+        return Err((2, "--on must be above 0".into()));
+    }
+    if args.duration == 0 {
+        return Err((2, "--duration must be above 0".into()));
+    }
+    let options = SendOptions {
+        to: args.to,
+        bind: args.bind,
+        rate_bps: args.rate,
+        duration_ns: args.duration,
+        payload_bytes: usize::from(args.size),
+        on_off: match (args.on, args.off) {
+            (Some(on_ns), Some(off_ns)) => OnOff { on_ns, off_ns },
+            _ => OnOff::ALWAYS,
+        },
+        gso: args.gso,
+    };
+    let stop = stop_on_signals()?;
+    let report = traffic::send(&options, &stop).map_err(|e| (1, format!("udp-send: {e}")))?;
+    print_json(&report)
+}
+
+fn udp_sink(args: &UdpSinkArgs) -> Result<(), (u8, String)> {
+    let options = SinkOptions {
+        listen: args.listen,
+        duration_ns: args.duration,
+        idle_timeout_ns: args.idle_timeout,
+        gro: args.gro,
+    };
+    let stop = stop_on_signals()?;
+    let sink = Sink::bind(&options).map_err(|e| (1, format!("udp-sink: {e}")))?;
+    let bound = sink.local_addr().map_err(|e| (1, e.to_string()))?;
+    eprintln!("{}", json!({ "listening": bound.to_string() }));
+    let report = sink.run(&stop).map_err(|e| (1, format!("udp-sink: {e}")))?;
+    print_json(&report)
+}
+
+/// One line of JSON, its fields in the order the report declares them.
+fn print_json(report: &impl serde::Serialize) -> Result<(), (u8, String)> {
+    let line = serde_json::to_string(report).map_err(|e| (1, e.to_string()))?;
+    println!("{line}");
+    Ok(())
+}
+
 fn warn_no_qos(error: &std::io::Error) {
     warn(&format!(
         "no CPU latency request ({error}); arrivals may be seen late"
@@ -282,6 +401,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => run(args),
         Command::Ctl { socket, op, fields } => ctl(socket, op, fields.as_deref()),
+        Command::UdpSend(args) => udp_send(args),
+        Command::UdpSink(args) => udp_sink(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
