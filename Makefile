@@ -14,7 +14,7 @@ help:
 	@echo "make demo    the main job: the USN topology and the four path queries on a busy day"
 	@echo "make test    every check: rustfmt, clippy, cargo test, ruff, mypy, pytest"
 	@echo "make lint    formatting and static checks only"
-	@echo "make bench   the benchmarks, as JSON"
+	@echo "make bench   the benchmarks, as JSON (bench wan needs root)"
 
 setup:
 	@scripts/setup.sh
@@ -46,6 +46,8 @@ test: lint test-rust test-python
 
 bench: setup
 	$(RUN) longhaul bench paths --json
+	$(RUN) longhaul bench api --json
+	$(RUN) longhaul bench wan --json
 
 clean:
 	rm -rf .venv target .pytest_cache .mypy_cache .ruff_cache .hypothesis src/longhaul/*.so

@@ -33,12 +33,29 @@ for component in clippy rustfmt; do
     fi
 done
 
+# System packages the emulated testbed runs: iperf3 and ping between its hosts, and
+# iproute2 (ip netns). Installed when root; without root the testbed cannot run anyway.
+need=()
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+    say "installing ${need[*]} (apt-get)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# The link emulator, longhaul-wan: a release build (a debug one cannot keep up).
+say "building longhaul-wan (cargo build --release)"
+cargo build --release --locked --quiet -p longhaul-wan
+
 # System packages for the tests: a PostgreSQL server (the control-plane suite runs on
 # SQLite and on PostgreSQL) and Chromium (the web pages' end-to-end tests).
 if [ "${1:-}" = "--test" ]; then
     need=()
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
+    command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
     if [ ${#need[@]} -gt 0 ]; then
         [ "$(id -u)" = 0 ] || die "the tests need ${need[*]}: run as root, or apt-get install ${need[*]}"
         say "installing ${need[*]} (apt-get)"

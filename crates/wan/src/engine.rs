@@ -11,9 +11,9 @@
 //! thread's writes anyway, as it would in a NIC's interrupts.
 //!
 //! A virtual machine wakes a sleeping thread late, the more so the longer it slept
-//! (measured here: 40-120 µs typical, up to 0.5 ms). So a long sleep ends `spin_ns`
-//! early, and the rest is spent polling without sleeping: a few µs late instead, at the
-//! cost of up to `spin_ns` of CPU per long sleep.
+//! (measured here: 40-120 µs typical, up to 0.5 ms). So a sleep ends `spin_ns` early,
+//! and the rest is spent polling without sleeping: a few µs late instead. Polling is paid
+//! from a budget of a tenth of the time, so on a busy link the engine sleeps.
 
 use std::io;
 use std::sync::Arc;
@@ -42,8 +42,34 @@ const READ_BATCH: usize = 4;
 const MAX_WAIT_NS: u64 = 100_000_000;
 /// Stop sleeping this long before a packet is due (see the module's notes).
 pub const DEFAULT_SPIN_NS: u64 = 150_000;
-/// A sleep at least this long ends `spin_ns` early (see `wait_ns`).
-const LONG_SLEEP_NS: u64 = 1_000_000;
+/// The share of the time the engine may spend polling instead of sleeping (see `wait_ns`).
+const POLL_SHARE: f64 = 0.1;
+/// The most polling time that can be saved up.
+const POLL_BUDGET_CAP_NS: f64 = 10_000_000.0;
+
+/// Polling time earned at `POLL_SHARE` of the time, up to a cap.
+struct PollBudget {
+    saved_ns: f64,
+    at_ns: u64,
+}
+
+impl PollBudget {
+    fn refill(&mut self, now_ns: u64) {
+        let earned = now_ns.saturating_sub(self.at_ns) as f64 * POLL_SHARE;
+        self.saved_ns = (self.saved_ns + earned).min(POLL_BUDGET_CAP_NS);
+        self.at_ns = now_ns;
+    }
+
+    /// Take `ns` of polling from the budget, if there is that much.
+    fn spend(&mut self, ns: u64) -> bool {
+        let ns = ns as f64;
+        if self.saved_ns < ns {
+            return false;
+        }
+        self.saved_ns -= ns;
+        true
+    }
+}
 /// Waits shorter than this look and go on instead of sleeping.
 const MIN_SLEEP_NS: u64 = 20_000;
 
@@ -78,8 +104,9 @@ pub struct Engine {
     /// How long before a packet is due to stop sleeping and poll instead.
     pub spin_ns: u64,
     pool: Vec<Vec<u8>>,
-    /// Whether the current wait is being polled away (it began as a long sleep).
-    polling: bool,
+    /// The due instant whose wait is being polled away (and was paid for).
+    polling_for: Option<u64>,
+    poll_budget: PollBudget,
 }
 
 impl Engine {
@@ -91,7 +118,11 @@ impl Engine {
             counters: EngineCounters::default(),
             spin_ns: DEFAULT_SPIN_NS,
             pool: Vec::new(),
-            polling: false,
+            polling_for: None,
+            poll_budget: PollBudget {
+                saved_ns: POLL_BUDGET_CAP_NS,
+                at_ns: 0,
+            },
         }
     }
 
@@ -161,8 +192,10 @@ impl Engine {
     /// Read up to a batch from device `side` into its link; whether more may be waiting.
     fn read_side(&mut self, side: usize) -> bool {
         for _ in 0..READ_BATCH {
-            let mut buf = self.pool.pop().unwrap_or_else(|| vec![0u8; FRAME_CAPACITY]);
-            buf.resize(FRAME_CAPACITY, 0);
+            let mut buf = self
+                .pool
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(FRAME_CAPACITY));
             match self.ends[side].read(&mut buf) {
                 Ok(Some(n)) if n > VNET_HDR_LEN => {
                     let now = now_ns();
@@ -171,7 +204,6 @@ impl Engine {
                         self.pool.push(buf);
                         small
                     } else {
-                        buf.truncate(n);
                         buf
                     };
                     if let Some(back) = self.link[side].offer(now, frame) {
@@ -213,10 +245,12 @@ impl Engine {
         })
     }
 
-    /// How long to sleep before the next packet is due. A long sleep ends `spin_ns` early,
-    /// and the rest is polled away (0): a thread that slept long wakes late. On a busy
-    /// link the waits are short, nothing is polled, and a late wake-up is made up by the
-    /// release's catch-up burst: polling would take the CPU the endpoints need.
+    /// How long to sleep before the next packet is due; 0 polls instead of sleeping.
+    ///
+    /// A thread that sleeps wakes late, so the last `spin_ns` before a packet is due are
+    /// polled away. Polling takes a core while it lasts, which on a busy link the TCP
+    /// endpoints need; so it is paid from a budget of `POLL_SHARE` of the time, and when
+    /// that is spent the engine sleeps and counts on the release's catch-up burst.
     fn wait_ns(&mut self, now: u64) -> u64 {
         let next = [
             self.link[0].next_release_ns(),
@@ -225,19 +259,22 @@ impl Engine {
         .into_iter()
         .flatten()
         .min();
+        self.poll_budget.refill(now);
         let Some(due) = next else {
-            self.polling = false;
+            self.polling_for = None;
             return MAX_WAIT_NS;
         };
         let until_due = due.saturating_sub(now);
-        if self.polling && until_due <= self.spin_ns {
-            return 0;
+        if self.polling_for.is_some_and(|paid| due <= paid) && until_due <= self.spin_ns {
+            return 0; // paid for when the polling began
         }
-        self.polling = until_due > LONG_SLEEP_NS && self.spin_ns > 0;
-        if self.polling {
-            until_due.min(MAX_WAIT_NS) - self.spin_ns.min(until_due)
+        let to_poll = until_due.min(self.spin_ns);
+        let polling = to_poll > 0 && self.poll_budget.spend(to_poll);
+        self.polling_for = polling.then_some(due);
+        if polling {
+            (until_due - to_poll).min(MAX_WAIT_NS)
         } else {
-            until_due
+            until_due.min(MAX_WAIT_NS)
         }
     }
 

@@ -27,8 +27,12 @@ const PS_PER_S: u128 = 1_000_000_000_000;
 /// Lateness histogram: bucket k counts releases less than 2^k µs late (the last: later).
 const LATENESS_BUCKETS: usize = 22;
 /// How much a late release may catch up in one go: a burst of this long at the link rate.
-/// Later than this, the link stalls (see the module's notes).
-const CATCH_UP_NS: u64 = 4_000_000;
+/// Later than this, the link stalls (see the module's notes). This virtual machine stops
+/// even an idle real-time thread for 1-9 ms a few times a second (measured with a bare C
+/// loop); a catch-up this long rides most of that out, and a stall, which delays every
+/// packet in flight at once, ends TCP slow start early (by its delay test) on a long path. The far
+/// end still never gets a packet before the real link would have delivered it.
+const CATCH_UP_NS: u64 = 10_000_000;
 
 struct InFlight {
     due_ns: u64,
@@ -603,9 +607,9 @@ mod tests {
         // The emulator wakes 0.8 ms late and releases whatever it may, as fast as allowed.
         let woke = link.next_release_ns().unwrap() + 800_000;
         let released = release_all_from(&mut link, woke);
-        // A burst of at most 1 ms at the rate (125 KB), then 10 µs per packet, on time.
+        // 0.8 ms of packets at once (less than the catch-up allowed), then 10 µs apart.
         let burst = released.iter().filter(|(t, _)| *t == woke).count() as u64;
-        assert!(burst * 1250 <= 125_000 + 1250, "{burst}");
+        assert!(burst * 1250 <= 100_000 + 1250, "{burst}");
         assert_paced(&released, 10_000);
         let (last, due) = *released.last().unwrap();
         assert_eq!(last, due, "caught up");
@@ -621,21 +625,33 @@ mod tests {
         for k in 0..1000 {
             link.offer(k * 10_000, plain(1250));
         }
-        let woke = link.next_release_ns().unwrap() + 5 * MS; // more than a burst makes up
+        let woke = link.next_release_ns().unwrap() + 20 * MS; // more than a burst makes up
         let released = release_all_from(&mut link, woke);
         assert_paced(&released, 10_000);
         // Everything after was delayed by the stall, and none of it is late any more.
         let s = link.stats(woke).counters;
-        assert_eq!((s.stalls, s.stalled_ns, s.late_releases), (1, 5 * MS, 1));
+        assert_eq!((s.stalls, s.stalled_ns, s.late_releases), (1, 20 * MS, 1));
         assert_eq!(released[1].0, woke + 10_000);
-        // The queue saw the stall: arrivals after the last offer (at 10 ms) find the line
-        // busy for 5 ms more than it was, and a full queue drops them until it drains.
+    }
+
+    #[test]
+    fn a_stall_on_a_busy_link_shows_as_queue() {
+        let mut link = Direction::new(DirectionConfig::new(GBPS, 50 * MS), 1, 0);
+        let mut t = 0;
+        while t <= 80 * MS {
+            link.offer(t, plain(1250)); // at the line rate, nothing released yet
+            t += 10_000;
+        }
+        assert!(link.stats(80 * MS).queue_bytes <= 1250);
+        link.release(80 * MS).unwrap(); // 30 ms late: a stall
+        let s = link.stats(80 * MS);
+        assert_eq!(s.counters.stalls, 1);
+        // The line is now busy 30 ms further ahead: 3.75 MB queued at 1 Gb/s.
         assert!(
-            link.offer(10 * MS, plain(1250)).is_some(),
-            "dropped: the queue is full"
+            (s.queue_bytes as i64 - 3_750_000).abs() <= 2_500,
+            "{}",
+            s.queue_bytes
         );
-        assert!(link.offer(15 * MS - 50_000, plain(1250)).is_none());
-        assert_eq!(link.next_release_ns(), Some(15 * MS + 10_000 + MS));
     }
 
     /// Release everything from `woke` on, each as early as allowed; (when, when due).

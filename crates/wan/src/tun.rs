@@ -108,15 +108,21 @@ impl Tun {
         })
     }
 
-    /// One frame (virtio header and packet) into `buf`; its length, or None if none is
-    /// waiting.
-    pub fn read(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        // SAFETY: buf is valid for writes of buf.len() bytes.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        match n {
-            n if n >= 0 => Ok(Some(n as usize)),
-            _ => would_block(io::Error::last_os_error()),
+    /// One frame (virtio header and packet) into `buf`, replacing what it held, up to its
+    /// capacity; the frame's length, or None if none is waiting. The buffer is not zeroed
+    /// first: at 10 Gb/s that alone cost a tenth of the emulator's time.
+    pub fn read(&self, buf: &mut Vec<u8>) -> io::Result<Option<usize>> {
+        buf.clear();
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: spare is valid for writes of spare.len() bytes; read writes at most that.
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+        if n < 0 {
+            return would_block(io::Error::last_os_error());
         }
+        let n = n as usize;
+        // SAFETY: the kernel wrote the first n bytes.
+        unsafe { buf.set_len(n) };
+        Ok(Some(n))
     }
 
     /// Hand one frame to the kernel, as if it had arrived on this device.

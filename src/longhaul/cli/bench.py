@@ -17,7 +17,8 @@ from rich.table import Table
 
 from longhaul.bench import api as api_bench
 from longhaul.bench import paths as paths_bench
-from longhaul.cli.common import console, err_console, print_json
+from longhaul.bench import wan as wan_bench
+from longhaul.cli.common import console, err_console, fail, print_json
 
 app = typer.Typer(
     help="Benchmarks; each prints its figures (as JSON with --json).", no_args_is_help=True
@@ -118,3 +119,73 @@ def api(
         f"(p50 {top['p50_ms']} ms, p99 {top['p99_ms']} ms).\n"
         f"Overbooked link-instants: {report['overbooked_link_instants']}"
     )
+
+
+@app.command()
+def wan(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    rates: Annotated[str, typer.Option(help="Circuit rates in Gb/s, comma-separated.")] = "1,9.6",
+    rtts: Annotated[
+        str, typer.Option(help="Round-trip times in ms, comma-separated.")
+    ] = "26.8,163",
+    streams: Annotated[str, typer.Option(help="iperf3 stream counts, comma-separated.")] = "1,8",
+    duration: Annotated[float, typer.Option(help="Seconds of each iperf3 test.", min=3)] = 15.0,
+    omit: Annotated[float, typer.Option(help="Warm-up seconds left out.", min=0)] = 4.0,
+) -> None:
+    """Goodput, utilization, RTT and emulator CPU of emulated circuits (needs root)."""
+    from longhaul.testbed import TestbedError, TestbedUnavailableError  # noqa: PLC0415
+
+    plan = wan_bench.Plan(
+        rates_gbps=_floats(rates, "--rates"),
+        rtts_ms=_floats(rtts, "--rtts"),
+        streams=tuple(int(x) for x in _floats(streams, "--streams")),
+        duration_s=duration,
+        omit_s=omit,
+    )
+    minutes = len(plan.circuits) * len(plan.streams) * (duration + omit + 3) / 60
+    err_console.print(f"About {minutes:.0f} minutes.")
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("building circuits", total=plan.steps)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        try:
+            report = wan_bench.run(plan, progress)
+        except (TestbedError, TestbedUnavailableError) as exc:
+            fail(str(exc), code=1)
+    if json_output:
+        print_json(report)
+        return
+    table = Table(title="Emulated circuits", title_justify="left")
+    for column in ("Gb/s", "RTT ms", "test", "goodput Gb/s", "utilization", "RTT mean/std ms",
+                   "emulator cores"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for case in report["cases"]:
+        test = "idle ping" if case["cc"] == "ping" else f"{case['cc']} x {case['streams']}"
+        rtt = f"{case['rtt_mean_ms'] or 0:.3f} / {case['rtt_std_ms'] or 0:.3f}"
+        goodput = "" if case["goodput_gbps"] is None else f"{case['goodput_gbps']:.3f}"
+        utilization = "" if case["utilization"] is None else f"{case['utilization']:.3f}"
+        table.add_row(f"{case['rate_gbps']:g}", f"{case['rtt_ms']:g}", test, goodput,
+                      utilization, rtt, f"{case['emulator_cpu_cores']:.2f}")  # fmt: skip
+    console.print(table)
+    for name, verdict in report["targets"].items():
+        console.print(f"{name}: {verdict['measured']} (target {verdict['target']}): "
+                      f"{'met' if verdict['met'] else 'NOT met'}")  # fmt: skip
+
+
+def _floats(text: str, option: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        fail(f"{option}: {text!r} is not a comma-separated list of numbers")
+    if not values:
+        fail(f"{option}: give at least one value")
+    return values

@@ -12,8 +12,17 @@ from longhaul.topology import Topology
 
 Factory = Callable[[Topology, Settings], Driver]
 
+
+def _emulated(topology: Topology, _settings: Settings) -> Driver:
+    # Imported when chosen: it brings the testbed (and netlink) along.
+    from longhaul.control.drivers.emulated import EmulatedDriver  # noqa: PLC0415
+
+    return EmulatedDriver(topology)
+
+
 _FACTORIES: dict[str, Factory] = {
     "log": lambda topology, settings: LogDriver(topology, settings.driver_log),
+    "emulated": _emulated,
 }
 
 

@@ -1,0 +1,1 @@
+"""Measuring connections: tests (what to measure) and the tools that run them (how)."""

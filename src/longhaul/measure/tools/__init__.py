@@ -1,0 +1,1 @@
+"""The tools that run measurements between two hosts of the testbed."""

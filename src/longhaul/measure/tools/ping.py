@@ -1,0 +1,63 @@
+"""ping between two testbed hosts: every reply's time, and the summary's precise figures.
+
+ping prints each reply's time with three significant digits (`time=163 ms`), but its
+summary to the microsecond; `parse` keeps both.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+from longhaul.testbed import netns
+
+
+@dataclass(frozen=True)
+class PingResult:
+    sent: int
+    received: int
+    min_ms: float | None
+    avg_ms: float | None
+    max_ms: float | None
+    mdev_ms: float | None
+    times_ms: list[float] = field(default_factory=list)
+
+    @property
+    def loss(self) -> float:
+        return 1 - self.received / self.sent if self.sent else 0.0
+
+
+_COUNTS = re.compile(r"(\d+) packets transmitted, (\d+) received")
+_SUMMARY = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
+_TIME = re.compile(r"time=([\d.]+) ms")
+
+
+def parse(text: str) -> PingResult:
+    counts = _COUNTS.search(text)
+    if counts is None:
+        raise ValueError(f"not ping's output: {text.strip()[-200:]}")
+    summary = _SUMMARY.search(text)
+    low, avg, high, mdev = (float(x) for x in summary.groups()) if summary else (None,) * 4
+    return PingResult(
+        sent=int(counts.group(1)),
+        received=int(counts.group(2)),
+        min_ms=low,
+        avg_ms=avg,
+        max_ms=high,
+        mdev_ms=mdev,
+        times_ms=[float(t) for t in _TIME.findall(text)],
+    )
+
+
+def run(namespace: str, address: str, count: int, interval_s: float = 0.05) -> PingResult:
+    """ping `address` from inside `namespace`, `count` times (bounded in time)."""
+    argv = ["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2", address]
+    out = subprocess.run(
+        netns.command(namespace, argv),
+        capture_output=True,
+        text=True,
+        timeout=count * interval_s + 30,
+        check=False,
+    )
+    return parse(out.stdout)

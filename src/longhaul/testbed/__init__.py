@@ -1,0 +1,22 @@
+"""The emulated data plane: network namespaces joined by `longhaul-wan` circuits.
+
+`plan` works out names, addresses, delays, rates and sysctls from the topology (pure);
+`netns`, `emulator` and `state` are the shell; `Testbed` puts them together.
+"""
+
+from longhaul.testbed.netns import TestbedError, TestbedUnavailableError
+from longhaul.testbed.plan import CircuitSpec, loop_spec, path_spec
+from longhaul.testbed.state import CircuitRecord
+from longhaul.testbed.testbed import CircuitStatus, Teardown, Testbed
+
+__all__ = [
+    "CircuitRecord",
+    "CircuitSpec",
+    "CircuitStatus",
+    "Teardown",
+    "Testbed",
+    "TestbedError",
+    "TestbedUnavailableError",
+    "loop_spec",
+    "path_spec",
+]

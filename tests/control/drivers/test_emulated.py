@@ -1,0 +1,59 @@
+"""The emulated driver behind a real server: a reservation becomes a circuit on the
+testbed (with the path's delay and the reserved rate), and a cancel removes it."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import httpx
+
+from ...testbed.support import settled_ping
+from ..live import LiveServer
+
+
+def wait_for(condition, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout_s} s")
+
+
+def test_a_reservation_becomes_a_circuit_and_a_cancel_removes_it(tmp_path, testbed):
+    with LiveServer(tmp_path, None, "--driver", "emulated") as server:
+        token = server.add_user("alice")
+        with httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ) as http:
+            made = http.post("/api/v1/reservations", json={
+                    "src": {"node": "ornl-e300", "port": "1/0"},
+                    "dst": {"node": "ornl-e300", "port": "1/1"},
+                    "loop": "ORNL-Chicago x1", "bandwidth_mbps": 1000,
+                    "start": datetime.now(UTC).isoformat(), "duration": 120,
+                }).json()  # fmt: skip
+            rid = made["id"]
+
+            def state():
+                return http.get(f"/api/v1/reservations/{rid}").json()["state"]
+
+            wait_for(lambda: state() == "active")
+            circuit = testbed.circuit_of(f"reservation {rid}")
+            assert circuit is not None
+            assert (circuit.src_host, circuit.dst_host) == ("ornl-host1", "ornl-host2")
+            assert circuit.rate_bps == 1_000_000_000
+            assert abs(circuit.rtt_ms - 26.708) < 1e-3
+            result = settled_ping(circuit.src_ns, circuit.dst_addr)
+            assert abs(result.avg_ms - circuit.rtt_ms) <= 0.3, result
+
+            # A bigger bandwidth on the same path changes the circuit in place.
+            changed = http.patch(f"/api/v1/reservations/{rid}", json={"bandwidth_mbps": 2400})
+            assert changed.status_code == 200, changed.text
+            same = testbed.circuit_of(f"reservation {rid}")
+            assert same.number == circuit.number and same.rate_bps == 2_400_000_000
+
+            assert http.post(f"/api/v1/reservations/{rid}/cancel").status_code == 200
+            wait_for(lambda: state() == "cancelled")
+            assert testbed.circuit_of(f"reservation {rid}") is None

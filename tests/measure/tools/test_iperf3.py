@@ -1,0 +1,52 @@
+"""Reading iperf3's JSON as 3.12 really prints it."""
+
+import json
+
+import pytest
+
+from longhaul.measure.tools.iperf3 import Iperf3Error, Iperf3Test, parse, timeout_s
+
+
+def document(omitted_rtts=(50_000,), measured_rtts=(30_000, 32_000), received=9.2e9):
+    intervals = [
+        {"sum": {"omitted": True}, "streams": [{"rtt": r} for r in omitted_rtts]},
+        {"sum": {"omitted": False}, "streams": [{"rtt": r} for r in measured_rtts]},
+    ]
+    return {
+        "intervals": intervals,
+        "end": {
+            "sum_sent": {"bits_per_second": 9.3e9, "retransmits": 12},
+            "sum_received": {"bits_per_second": received},
+        },
+    }
+
+
+def test_totals_and_rtts_leave_the_warm_up_out():
+    result = parse(json.dumps(document()))
+    assert result.goodput_bps == 9.2e9 and result.retransmits == 12
+    assert result.rtt_ms == [30.0, 32.0]
+    assert result.rtt_mean_ms == 31.0 and result.rtt_std_ms == 1.0
+
+
+def test_nan_and_a_document_printed_twice_are_read():
+    text = json.dumps(document(received=1e9)).replace(
+        '"retransmits": 12', '"retransmits": 12, "x": -nan'
+    )
+    twice = '{"error": "interrupt"}\n' + text + "\n" + text.replace("1000000000.0", "nan")
+    result = parse(twice)
+    assert result.goodput_bps == 0.0  # the last document's figure, nan read as nothing
+    assert parse(text).goodput_bps == 1e9
+
+
+def test_an_error_says_what_iperf3_said():
+    with pytest.raises(Iperf3Error, match="unable to connect"):
+        parse('{"start": {}, "error": "unable to connect to server: Connection refused"}')
+    with pytest.raises(Iperf3Error, match="no result"):
+        parse("iperf3: error - the server is busy")
+
+
+def test_the_timeout_grows_with_round_trips_and_streams():
+    short = Iperf3Test("a", "b", "198.18.0.6", duration_s=10, omit_s=2, streams=1, rtt_ms=0.3)
+    long = Iperf3Test("a", "b", "198.18.0.6", duration_s=10, omit_s=2, streams=8, rtt_ms=653)
+    assert timeout_s(short) == pytest.approx(27, abs=0.1)
+    assert timeout_s(long) > timeout_s(short) + 25

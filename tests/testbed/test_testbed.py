@@ -1,0 +1,153 @@
+"""The testbed on this machine: namespaces, circuits through longhaul-wan, real traffic.
+Bounded in time; everything made is removed, also when a test fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from longhaul.testbed import loop_spec
+from longhaul.testbed import netns as netns_module
+from longhaul.testbed import state as state_module
+
+from .support import PREFIX, ping, settled_ping
+
+
+@pytest.mark.parametrize("miles", [0.2, 1400, 8600])
+def test_a_loop_has_its_round_trip_time(testbed, miles):
+    [circuit] = testbed.up([miles])
+    result = settled_ping(circuit.src_ns, circuit.dst_addr)
+    assert result.received == result.sent
+    # Configured 0.28, 26.708 and 163.488 ms: within 0.3 ms.
+    assert abs(result.avg_ms - circuit.rtt_ms) <= 0.3, (result, circuit.rtt_ms)
+    assert result.min_ms >= circuit.rtt_ms - 0.01, "never faster than light"
+
+
+def test_iperf3_gets_the_configured_rate(testbed):
+    """1 Gb/s over the 1,400-mile loop: cubic fills it within 5 %, and never exceeds it."""
+    [circuit] = testbed.up([1400], rate_bps=1_000_000_000)
+    server = subprocess.Popen(
+        netns_module.command(circuit.dst_ns, ["iperf3", "-s", "-1", "-p", "5299"]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(0.3)
+        out = netns_module.run(
+            circuit.src_ns,
+            ["iperf3", "-c", circuit.dst_addr, "-p", "5299", "-t", "6", "-O", "2",
+             "-C", "cubic", "-J"],
+            timeout_s=30,
+        ).stdout  # fmt: skip
+    finally:
+        server.wait(timeout=10)
+    goodput = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    on_the_wire = goodput * 1500 / 1448  # every 1,448 bytes of data take a 1,500-byte packet
+    assert goodput >= 0.95e9, goodput
+    assert on_the_wire <= 1.01e9, on_the_wire
+
+
+def test_random_loss_holds_its_rate(testbed):
+    spec = loop_spec(testbed.topology, 0.2)
+    circuit = testbed.add_circuit(spec, owner="test")
+    testbed.change_circuit(circuit.number, loss=0.01)
+    count = 2000
+    result = ping(circuit.src_ns, circuit.dst_addr, count, interval_s=0.002)
+    # Each ping crosses the link twice: it comes back with probability 0.99².
+    lost_p = 1 - 0.99**2
+    expected, sigma = count * lost_p, (count * lost_p * (1 - lost_p)) ** 0.5
+    lost = result.sent - result.received
+    assert abs(lost - expected) <= 5 * sigma, (lost, expected)
+    stats = next(s for s in testbed.status() if s.record.number == circuit.number).stats
+    assert stats["a_to_b"]["lost_random_segments"] + stats["b_to_a"]["lost_random_segments"] > 0
+
+
+def test_delay_changes_at_runtime_without_losing_what_is_in_flight(testbed):
+    [circuit] = testbed.up([1400])
+    pinger = subprocess.Popen(
+        netns_module.command(circuit.src_ns, ["ping", "-n", "-c", "200", "-i", "0.01",
+                                              circuit.dst_addr]),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(1.0)
+    testbed.change_circuit(circuit.number, delay_ns=40_000_000)
+    out, _ = pinger.communicate(timeout=30)
+    assert "200 received" in out, out[-300:]
+    times = [
+        float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line
+    ]
+    assert abs(times[0] - circuit.rtt_ms) < 1.0
+    assert abs(times[-1] - 80.0) < 1.0
+    assert testbed.circuit(circuit.number).delay_ns == 40_000_000
+
+
+def test_down_all_cleans_up_after_kill_9(testbed_env, tmp_path):
+    env = {**os.environ, **testbed_env}
+    up = subprocess.run(
+        [sys.executable, "-m", "longhaul", "testbed", "up", "--loops", "0.2,1400", "--json"],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    circuits = json.loads(up.stdout)
+    assert len(circuits) == 2 and netns_module.ours() == [
+        f"{PREFIX}ornl-host1",
+        f"{PREFIX}ornl-host2",
+    ]
+    rmem_before = Path("/proc/sys/net/core/rmem_max").read_text()
+    # Kill one emulator with -9; lose the record of the other: both must still go.
+    os.kill(circuits[0]["pid"], signal.SIGKILL)
+    (Path(testbed_env["LONGHAUL_TESTBED_DIR"]) / "testbed.json").rename(tmp_path / "saved.json")
+    down = subprocess.run(
+        [sys.executable, "-m", "longhaul", "testbed", "down", "--all"],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    assert "removed 2 namespace(s)" in down.stdout, down.stdout
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{circuits[1]['pid']}").exists():
+        time.sleep(0.05)
+    assert not Path(f"/proc/{circuits[1]['pid']}").exists(), "a stray emulator survived"
+    assert netns_module.ours() == []
+    # The record was lost, so the host's sysctls could not be restored; with it they are.
+    (tmp_path / "saved.json").rename(Path(testbed_env["LONGHAUL_TESTBED_DIR"]) / "testbed.json")
+    saved = state_module.read().saved_host_sysctls
+    subprocess.run([sys.executable, "-m", "longhaul", "testbed", "down"], env=env, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    assert (
+        Path("/proc/sys/net/core/rmem_max").read_text().split()
+        == saved["net.core.rmem_max"].split()
+    )
+    assert rmem_before != Path("/proc/sys/net/core/rmem_max").read_text()
+
+
+def test_without_root_it_says_what_is_missing(testbed_env):
+    result = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-m", "longhaul", "testbed", "up"],
+        capture_output=True, text=True, env={**os.environ, **testbed_env}, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "needs root" in result.stderr and "simulated runs" in result.stderr
+    assert netns_module.ours() == []
+
+
+def test_exec_runs_a_command_inside_a_host(testbed, testbed_env):
+    [circuit] = testbed.up([0.2])
+    shown = subprocess.run(
+        [sys.executable, "-m", "longhaul", "testbed", "exec", "ornl-host1", "--",
+         "ip", "-o", "-4", "addr", "show"],
+        capture_output=True, text=True, env={**os.environ, **testbed_env}, timeout=30,
+        check=True,
+    )  # fmt: skip
+    assert circuit.src_addr in shown.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "longhaul", "testbed", "exec", "ornl-host3", "--", "true"],
+        capture_output=True, text=True, env={**os.environ, **testbed_env}, timeout=30,
+        check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "has no host 'ornl-host3'" in missing.stderr
