@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from longhaul.testbed import loop_spec
+from longhaul.testbed import crosstraffic, loop_spec
 from longhaul.testbed import netns as netns_module
 from longhaul.testbed import state as state_module
 
@@ -151,3 +151,16 @@ def test_exec_runs_a_command_inside_a_host(testbed, testbed_env):
         check=False,
     )  # fmt: skip
     assert missing.returncode == 2 and "has no host 'ornl-host3'" in missing.stderr
+
+
+def test_cross_traffic_from_a_third_host_holds_its_rate(testbed):
+    """Real UDP at 2 Gb/s from the cross-traffic host, over the 1,400-mile loop."""
+    [circuit] = testbed.up([1400])
+    attached = testbed.attach_cross_host(circuit.number)
+    assert f"{PREFIX}cross" in netns_module.ours()
+    result = crosstraffic.run(testbed.circuit(circuit.number), attached, 2_000_000_000, 3)
+    assert result.lost == 0, result.received
+    assert abs(result.received_rate_bps - 2e9) <= 0.05 * 2e9, result.received
+    stats = next(s for s in testbed.status() if s.record.number == circuit.number).stats
+    carried = stats["a_to_b"]
+    assert carried["rx_segments"] > 10 * carried["rx_packets"], "UDP GSO batches crossed whole"

@@ -141,6 +141,35 @@ def exec_(
 
 
 @app.command()
+def cross(
+    circuit: Annotated[int, typer.Argument(help="The circuit's number (see status).")],
+    rate: Annotated[float, typer.Option(help="Gb/s of UDP (IP bytes).", min=0.001, max=40)] = 2.0,
+    duration: Annotated[float, typer.Option(help="Seconds.", min=0.5, max=3600)] = 10.0,
+    topology: TopologyOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Send real UDP cross-traffic over a circuit, from the cross-traffic host to a sink
+    at the circuit's far end, and say whether the rate held."""
+    from longhaul.testbed import crosstraffic  # noqa: PLC0415
+
+    bed = _testbed(topology)
+
+    def send() -> crosstraffic.CrossTrafficResult:
+        attached = bed.attach_cross_host(circuit)
+        return crosstraffic.run(bed.circuit(circuit), attached, round(rate * 1e9), duration)
+
+    result = _run(send)
+    if json_output:
+        print_json({"sent": result.sent, "received": result.received})
+        return
+    console.print(
+        f"Sent {result.sent['rate_bps'] / 1e9:.3f} Gb/s, received "
+        f"{result.received_rate_bps / 1e9:.3f} Gb/s, {result.lost:,} lost "
+        f"({result.received.get('datagrams', 0):,} datagrams)."
+    )
+
+
+@app.command()
 def down(
     all_: Annotated[
         bool,
