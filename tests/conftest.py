@@ -1,10 +1,27 @@
-import os
+"""Fixtures shared by every part of the suite: each test that asks for `db_url` runs on
+SQLite and on a real PostgreSQL (a throw-away cluster, started once per session and
+removed after)."""
 
-from hypothesis import HealthCheck, settings
+from __future__ import annotations
 
-# CI runs more examples; a local run stays quick. Both print the seed of any failure.
-settings.register_profile("ci", max_examples=300, deadline=None)
-settings.register_profile(
-    "dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from longhaul.db.throwaway import ThrowawayPostgres
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[ThrowawayPostgres]:
+    with ThrowawayPostgres() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/longhaul.db"
+    cluster: ThrowawayPostgres = request.getfixturevalue("postgres")
+    return cluster.create_database(f"test_{uuid.uuid4().hex[:12]}")

@@ -1,9 +1,7 @@
-"""Fixtures for the control plane: each test that asks for `db_url` runs on SQLite and on
-a real PostgreSQL (a throw-away cluster, started once per session and removed after)."""
+"""Fixtures for the control plane (`db_url`, SQLite and PostgreSQL, is in tests/conftest.py)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -11,27 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from longhaul.control.db import Database, User, migrate
-from longhaul.control.db.throwaway import ThrowawayPostgres
+from longhaul.control.db import User
 from longhaul.control.drivers import LogDriver
 from longhaul.control.service import Service
+from longhaul.db import Database, migrate
 from longhaul.topology import usn
 
 T0 = datetime(2030, 1, 7, 8, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[ThrowawayPostgres]:
-    with ThrowawayPostgres() as cluster:
-        yield cluster
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/longhaul.db"
-    cluster: ThrowawayPostgres = request.getfixturevalue("postgres")
-    return cluster.create_database(f"test_{uuid.uuid4().hex[:12]}")
 
 
 class Clock:

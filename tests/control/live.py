@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from longhaul.control.db.throwaway import free_port
+from longhaul.db.throwaway import free_port
 
 
 class LiveServer:

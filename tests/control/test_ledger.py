@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from longhaul.control.db import Database
 from longhaul.control.drivers import DriverError, LogDriver
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.service import (
@@ -19,6 +18,7 @@ from longhaul.control.service import (
     Service,
     UnavailableError,
 )
+from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.topology import usn
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from longhaul.control.audit import overbookings
-from longhaul.control.db import Database
+from longhaul.db import Database
 from longhaul.topology import usn
 
 from .live import LiveServer

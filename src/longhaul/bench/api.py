@@ -34,10 +34,10 @@ from typing import Any
 import httpx
 
 from longhaul.control.audit import overbookings
-from longhaul.control.db import Database, migrate
-from longhaul.control.db.throwaway import ThrowawayPostgres, free_port
 from longhaul.control.drivers import LogDriver
 from longhaul.control.service import Service
+from longhaul.db import Database, migrate
+from longhaul.db.throwaway import ThrowawayPostgres, free_port
 from longhaul.topology import usn
 
 _ENDS = ["ORNL", "CHICAGO", "SEATTLE", "SUNNYVALE", "ATLANTA", "ornl-e300:1/0", "ornl-e300:1/1",

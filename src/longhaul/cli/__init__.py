@@ -7,7 +7,7 @@ import sys
 import typer
 
 from longhaul import __version__
-from longhaul.cli import bench, control, reservations, slots, testbed, topology
+from longhaul.cli import bench, campaign, control, reservations, slots, testbed, topology
 from longhaul.cli.common import say_error
 from longhaul.errors import InputError
 from longhaul.topology import TopologyError
@@ -23,6 +23,8 @@ app = typer.Typer(
 )
 app.add_typer(topology.app, name="topology")
 app.add_typer(testbed.app, name="testbed")
+app.add_typer(campaign.app, name="campaign")
+app.add_typer(campaign.results_app, name="results")
 app.add_typer(bench.app, name="bench")
 app.command(name="slots")(slots.slots)
 app.command(name="serve")(control.serve)

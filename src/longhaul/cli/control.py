@@ -13,7 +13,8 @@ import typer
 
 from longhaul.cli.common import console, fail, note
 from longhaul.control import drivers
-from longhaul.control.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, data_dir, database_url
+from longhaul.control.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from longhaul.db.location import data_dir, database_url
 from longhaul.topology import usn
 
 if TYPE_CHECKING:
@@ -123,8 +124,8 @@ def user_list(db: DbOption = None) -> None:
 
 def _offline_service(db: str | None) -> Service:
     """The service over the database alone, for administration without a server."""
-    from longhaul.control.db import Database, migrate  # noqa: PLC0415 (see the docstring)
     from longhaul.control.service import Service  # noqa: PLC0415
+    from longhaul.db import Database, migrate  # noqa: PLC0415 (see the docstring)
 
     database = Database(database_url(db))
     migrate(database.engine)

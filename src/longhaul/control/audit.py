@@ -13,8 +13,9 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from longhaul.control.db import Database, Reservation
+from longhaul.control.db import Reservation
 from longhaul.control.lifecycle import HOLDS_BANDWIDTH
+from longhaul.db import Database
 from longhaul.topology import Topology
 
 

@@ -22,10 +22,10 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from longhaul.control import drivers
 from longhaul.control.api.app import create_app
-from longhaul.control.db import Database, migrate
 from longhaul.control.jobs import JobRunner
 from longhaul.control.service import Service
 from longhaul.control.settings import Settings
+from longhaul.db import Database, migrate
 from longhaul.topology import load_topology, usn
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,6 @@ from sqlalchemy.orm import Session
 from longhaul.control.db import (
     RESERVATIONS,
     STATE_CHANGES,
-    Database,
     Reservation,
     StateChange,
     User,
@@ -31,6 +30,7 @@ from longhaul.control.db import (
 from longhaul.control.drivers import Circuit, Driver, DriverError
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, Event, State, next_state
+from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, format_instant
 from longhaul.schedule import Availability, EarliestStart, WidestPath

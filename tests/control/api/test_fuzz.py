@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from longhaul.control.api.app import create_app
-from longhaul.control.db import Database, migrate
 from longhaul.control.drivers import LogDriver
 from longhaul.control.service import ReservationRequest, Service
+from longhaul.db import Database, migrate
 from longhaul.topology import usn
 
 from ..conftest import T0, Clock

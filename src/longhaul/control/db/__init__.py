@@ -1,11 +1,9 @@
-"""Persistence: the models, the engine, and migrations."""
+"""The reservation service's tables (the engine and migrations are in `longhaul.db`)."""
 
-from longhaul.control.db.engine import Database, make_engine, migrate
 from longhaul.control.db.models import (
     LEDGER,
     RESERVATIONS,
     STATE_CHANGES,
-    Base,
     Ledger,
     Reservation,
     StateChange,
@@ -16,12 +14,8 @@ __all__ = [
     "LEDGER",
     "RESERVATIONS",
     "STATE_CHANGES",
-    "Base",
-    "Database",
     "Ledger",
     "Reservation",
     "StateChange",
     "User",
-    "make_engine",
-    "migrate",
 ]

@@ -6,13 +6,12 @@ migrations build exactly these tables.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, cast
+from datetime import datetime
+from typing import cast
 
 from sqlalchemy import (
     JSON,
     BigInteger,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -20,36 +19,9 @@ from sqlalchemy import (
     Table,
     Text,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Stored as UTC, returned timezone-aware, on every database.
-
-    SQLite keeps no zone, so a plain DateTime would come back naive there.
-    """
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetimes are not stored; give a zone")
-        utc = value.astimezone(UTC)
-        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class Base(DeclarativeBase):
-    type_annotation_map: dict[Any, Any] = {datetime: UTCDateTime}  # noqa: RUF012
+from longhaul.db.base import Base
 
 
 class Ledger(Base):

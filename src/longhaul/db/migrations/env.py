@@ -2,7 +2,8 @@
 
 from alembic import context
 
-from longhaul.control.db.models import Base
+# Every table's model, so that the metadata is the whole database.
+from longhaul.db.base import Base
 
 connection = context.config.attributes["connection"]
 context.configure(

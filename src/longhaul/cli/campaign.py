@@ -1,0 +1,198 @@
+"""`longhaul campaign` and `longhaul results`: run measurement campaigns, keep, export and
+import their results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from longhaul.cli.common import console, err_console, fail, load_or_usn, note, print_json
+
+app = typer.Typer(help="Measurement campaigns on the emulated testbed.", no_args_is_help=True)
+results_app = typer.Typer(help="Measurement results: list, export, import.", no_args_is_help=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="SQLite file or postgresql+psycopg:// URL. Default: $LONGHAUL_DB, "
+        "else longhaul.db in the data directory.",
+        show_default=False,
+    ),
+]
+
+
+def _store(db: str | None):  # type: ignore[no-untyped-def]
+    from longhaul.db import Database, database_url, migrate  # noqa: PLC0415
+    from longhaul.measure.store import ResultsStore  # noqa: PLC0415
+
+    database = Database(database_url(db))
+    migrate(database.engine)
+    return ResultsStore(database)
+
+
+@app.command()
+def run(
+    file: Annotated[
+        Path, typer.Argument(help="The campaign's TOML file.", exists=True, dir_okay=False)
+    ],
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue a campaign that stopped: runs already stored are skipped."
+        ),
+    ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option("--fresh", help="Forget the campaign's stored results and run it all again."),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Run even if it will take over an hour.")
+    ] = False,
+    db: DbOption = None,
+    topology: Annotated[Path | None, typer.Option(help="Topology TOML file. Default: USN.")] = None,
+) -> None:
+    """Run a campaign on the emulated testbed (needs root), storing each run as it ends."""
+    from longhaul.db import data_dir  # noqa: PLC0415
+    from longhaul.measure import campaign as campaigns  # noqa: PLC0415
+    from longhaul.measure import runner  # noqa: PLC0415
+    from longhaul.testbed import Testbed, TestbedError, TestbedUnavailableError  # noqa: PLC0415
+
+    if resume and fresh:
+        fail("--resume and --fresh contradict each other: choose one")
+    spec = campaigns.parse(file.read_text(), source=str(file))
+    testbed = Testbed(load_or_usn(topology))
+    connections = runner.plan_connections(spec, testbed)
+    planned = campaigns.runs(spec, connections)
+    estimate = campaigns.estimate_s(planned)
+    note(
+        f"{spec.name}: {len(planned)} runs on {len(connections)} connection(s), "
+        f"about {_minutes(estimate)}."
+    )
+    if estimate > campaigns.LONG_CAMPAIGN_S and not yes:
+        fail(f"this campaign would run for about {_minutes(estimate)}: give --yes to run it")
+    runner.check_tools(spec)
+    store = _store(db)
+    if fresh:
+        store.forget(spec.name)
+    try:
+        prepared = runner.prepare(spec, testbed)
+        with _progress() as bar:
+            task = bar.add_task("building the connections", total=max(estimate, 1.0))
+
+            def progress(what: str, done_s: float, total_s: float) -> None:
+                bar.update(task, description=what, completed=done_s, total=total_s)
+
+            ran = runner.Runner(store, testbed, data_dir() / "results").run(
+                prepared, resume=resume, progress=progress
+            )
+    except (TestbedError, TestbedUnavailableError) as exc:
+        fail(str(exc), code=1)
+    console.print(f"{spec.name}: {ran} run(s) stored. `longhaul report {spec.name}` draws them.")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours"
+
+
+@app.command()
+def check(
+    file: Annotated[
+        Path, typer.Argument(help="The campaign's TOML file.", exists=True, dir_okay=False)
+    ],
+    topology: Annotated[Path | None, typer.Option(help="Topology TOML file. Default: USN.")] = None,
+) -> None:
+    """Read a campaign and say what it would run and for how long (needs no root)."""
+    from longhaul.measure import campaign as campaigns  # noqa: PLC0415
+    from longhaul.measure import runner  # noqa: PLC0415
+    from longhaul.testbed import Testbed  # noqa: PLC0415
+
+    spec = campaigns.parse(file.read_text(), source=str(file))
+    connections = runner.plan_connections(spec, Testbed(load_or_usn(topology)))
+    planned = campaigns.runs(spec, connections)
+    for test in spec.tests:
+        count = sum(1 for r in planned if r.test is test)
+        console.print(f"  {test.name} with {test.tool}: {count} runs")
+    console.print(
+        f"{spec.name}: {len(planned)} runs on {', '.join(c.name for c in connections)}; "
+        f"about {_minutes(campaigns.estimate_s(planned))}."
+    )
+
+
+@results_app.command("list")
+def list_(
+    db: DbOption = None, json_output: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """Campaigns in the results store, with their number of rows."""
+    found = _store(db).campaigns()
+    if json_output:
+        print_json(
+            [
+                {**c, "created_at": str(c["created_at"]), "finished_at": str(c["finished_at"])}
+                for c in found
+            ]
+        )
+        return
+    table = Table(box=None, header_style="bold", padding=(0, 2, 0, 0))
+    for column in ("campaign", "rows", "finished", "description"):
+        table.add_column(column)
+    for c in found:
+        finished = "" if c["finished_at"] is None else c["finished_at"].strftime("%Y-%m-%d %H:%M")
+        table.add_row(c["name"], str(c["rows"]), finished, c["description"])
+    console.print(table)
+
+
+@results_app.command()
+def export(
+    campaign: Annotated[str, typer.Argument(help="The campaign's name.")],
+    path: Annotated[Path, typer.Argument(help="A .csv or a .parquet file to write.")],
+    db: DbOption = None,
+) -> None:
+    """Write a campaign's rows to CSV or Parquet."""
+    count = _store(db).export(path, campaign)
+    console.print(f"{count} row(s) written to {path}")
+
+
+@results_app.command("import")
+def import_(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="iperf3 JSON files (iperf3 -J) or perfSONAR/pScheduler throughput results.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    campaign: Annotated[str, typer.Option(help="The campaign to add them to.")],
+    connection: Annotated[str, typer.Option(help="What was measured, for people.")] = "imported",
+    length_miles: Annotated[float | None, typer.Option(help="The connection's length.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Import measurements you already have (source: measured)."""
+    from longhaul.measure import importers  # noqa: PLC0415
+
+    store = _store(db)
+    campaign_id = store.open_campaign(campaign, "imported", f"imported from {len(files)} file(s)")
+    rows = importers.read_files(files, campaign, connection, length_miles)
+    count = store.add_many(campaign_id, rows)
+    console.print(f"{count} row(s) imported into {campaign!r}.")

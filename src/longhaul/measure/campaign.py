@@ -1,0 +1,341 @@
+"""Campaigns, declared in TOML: which connections, which tests (what to measure), which
+tool runs each (how), over which grid of parameters, how often.
+
+```toml
+name = "usn-tcp-quick"
+description = "..."
+
+[connections]
+loops_miles = [0.2, 1400, 6600, 8600]   # loop-backs the testbed builds for the campaign
+# reservations = [12, 13]               # or circuits of reservations (emulated driver)
+# rate_gbps = 9.6                       # the loops' rate, if not their own
+
+[[tests]]
+test = "tcp_throughput"                 # what: see TESTS
+tool = "iperf3"                         # how: one of the test's tools
+cc = ["cubic", "bbr"]
+streams = [1, 5, 10]
+repetitions = 2
+duration_s = 10
+warmup_s = 2
+# loops_miles = [1400]                  # only on these connections
+# cross_traffic_gbps = [0, 2]
+```
+
+Everything here is pure: a campaign is parsed and checked as a whole (every problem named
+with its place in the file), expanded into runs, and its duration estimated before
+anything runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from longhaul.errors import InputError
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter a test takes: as a list (a grid dimension) or a single value."""
+
+    name: str
+    kind: type
+    default: Any
+    grid: bool
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TestKind:
+    name: str
+    tools: tuple[str, ...]
+    params: tuple[Param, ...]
+    description: str
+
+
+_COMMON = (Param("repetitions", int, 1, grid=False, low=1, high=1000),)
+_CC = ("cubic", "reno", "bbr")
+
+TESTS: dict[str, TestKind] = {
+    t.name: t
+    for t in (
+        TestKind(
+            "tcp_throughput",
+            ("iperf3",),
+            (
+                Param("cc", str, ["cubic"], grid=True, choices=_CC),
+                Param("streams", int, [1], grid=True, low=1, high=128),
+                Param("cross_traffic_gbps", float, [0.0], grid=True, low=0, high=40),
+                Param("duration_s", float, 10.0, grid=False, low=1, high=3600),
+                Param("warmup_s", float, 2.0, grid=False, low=0, high=600),
+                *_COMMON,
+            ),
+            "TCP goodput (iperf3 -C cc -P streams), warm-up left out",
+        ),
+        TestKind(
+            "udp_throughput",
+            ("udp",),
+            (
+                Param("rate_gbps", float, [1.0], grid=True, low=0.001, high=40),
+                Param("duration_s", float, 5.0, grid=False, low=1, high=3600),
+                *_COMMON,
+            ),
+            "UDP receiving rate against sending rate (the channel throughput profile)",
+        ),
+        TestKind(
+            "rtt",
+            ("ping",),
+            (
+                Param("samples", int, 50, grid=False, low=1, high=100_000),
+                Param("interval_s", float, 0.05, grid=False, low=0.002, high=60),
+                *_COMMON,
+            ),
+            "ping round-trip times",
+        ),
+        TestKind(
+            "echo_jitter",
+            ("echo",),
+            (
+                Param("variant", str, ["echo", "size"], grid=True, choices=("echo", "size")),
+                Param("message_bytes", int, [64], grid=True, low=1, high=16 * 2**20),
+                Param("samples", int, 100, grid=False, low=2, high=100_000),
+                Param("interval_s", float, 0.01, grid=False, low=0, high=60),
+                *_COMMON,
+            ),
+            "TCP request/response RTTs: the message echoed back, or a size asked for",
+        ),
+    )
+}
+"""Every test longhaul runs, with its tools and parameters. (The simulator joins as a
+tool of tcp_throughput when it exists.)"""
+
+LONG_CAMPAIGN_S = 3600.0
+"""A campaign estimated longer than this needs `--yes`."""
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    index: int
+    kind: TestKind
+    tool: str
+    values: dict[str, Any]
+    """Every parameter's value: lists for grid parameters."""
+    loops_miles: tuple[float, ...] | None
+    """Only on these connections (None: on all)."""
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    def grid(self) -> list[dict[str, Any]]:
+        """Every combination of the grid parameters."""
+        names = [p.name for p in self.kind.params if p.grid]
+        combos = itertools.product(*(self.values[n] for n in names))
+        return [dict(zip(names, combo, strict=True)) for combo in combos]
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    description: str
+    loops_miles: tuple[float, ...]
+    reservations: tuple[int, ...]
+    rate_gbps: float | None
+    tests: tuple[TestSpec, ...]
+    text: str = field(default="", repr=False)
+    """The file as read (kept with the results)."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where runs go: a loop-back (by length) or a reservation's circuit."""
+
+    name: str
+    length_miles: float
+    rtt_ms: float
+    loop_miles: float | None = None
+    reservation: int | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    test: TestSpec
+    connection: Connection
+    params: dict[str, Any]
+    repetition: int
+
+    @property
+    def key(self) -> str:
+        """Names the run within its campaign (what `--resume` recognizes)."""
+        parts = [f"t{self.test.index}", self.test.name, self.test.tool, self.connection.name]
+        parts += [
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in sorted(self.params.items())
+        ]
+        parts.append(f"rep={self.repetition}")
+        return "|".join(parts)
+
+    def estimate_s(self) -> float:
+        """How long the run takes, set-up and wind-down included."""
+        v: dict[str, float] = self.test.values
+        rtt_s = self.connection.rtt_ms / 1000
+        if self.test.name == "tcp_throughput":
+            streams: int = self.params["streams"]
+            return v["duration_s"] + v["warmup_s"] + 2 + (10 + 4 * streams) * rtt_s
+        if self.test.name == "udp_throughput":
+            return v["duration_s"] + 3 + rtt_s
+        if self.test.name == "rtt":
+            return v["samples"] * max(v["interval_s"], rtt_s) + 1
+        return (v["samples"] + 3) * max(v["interval_s"], 2 * rtt_s) + 1
+
+
+def parse(text: str, source: str = "campaign") -> Campaign:
+    """A campaign from TOML, or `InputError` naming every problem at once."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(source, f"not TOML: {exc}") from exc
+    problems: list[str] = []
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 128:
+        problems.append("name: give the campaign a name (1-128 characters)")
+    connections = data.get("connections", {})
+    loops = _numbers(connections.get("loops_miles", []), "connections.loops_miles", problems)
+    reservations = tuple(
+        int(r)
+        for r in _numbers(connections.get("reservations", []), "connections.reservations", problems)
+    )
+    if not loops and not reservations:
+        problems.append("connections: give loops_miles (e.g. [0.2, 1400]) or reservations")
+    rate = connections.get("rate_gbps")
+    if rate is not None and not (isinstance(rate, int | float) and 0 < rate <= 100):
+        problems.append("connections.rate_gbps: a rate in Gb/s above 0")
+    raw_tests = data.get("tests", [])
+    if not isinstance(raw_tests, list) or not raw_tests:
+        problems.append("tests: give at least one [[tests]] table")
+        raw_tests = []
+    tests = []
+    for index, raw in enumerate(raw_tests):
+        spec = _test(index, raw, f"tests[{index}]", problems)
+        if spec is not None:
+            tests.append(spec)
+    unknown = set(data) - {"name", "description", "connections", "tests"}
+    problems += [f"{key}: not a campaign setting" for key in sorted(unknown)]
+    if problems:
+        raise InputError(source, "; ".join(problems))
+    return Campaign(
+        name=str(name).strip(),
+        description=str(data.get("description", "")),
+        loops_miles=tuple(loops),
+        reservations=reservations,
+        rate_gbps=None if rate is None else float(rate),
+        tests=tuple(tests),
+        text=text,
+    )
+
+
+def _numbers(value: Any, where: str, problems: list[str]) -> list[float]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    ):
+        problems.append(f"{where}: a list of numbers")
+        return []
+    return [float(v) for v in value]
+
+
+def _test(index: int, raw: Any, where: str, problems: list[str]) -> TestSpec | None:
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: a table")
+        return None
+    kind = TESTS.get(str(raw.get("test")))
+    if kind is None:
+        problems.append(
+            f"{where}.test: {raw.get('test')!r} is not a test; choose from {', '.join(TESTS)}"
+        )
+        return None
+    tool = raw.get("tool", kind.tools[0])
+    if tool not in kind.tools:
+        problems.append(
+            f"{where}.tool: {tool!r} cannot run {kind.name}; it runs with {', '.join(kind.tools)}"
+        )
+    values: dict[str, Any] = {}
+    for param in kind.params:
+        values[param.name] = _value(param, raw.get(param.name, param.default), where, problems)
+    loops = raw.get("loops_miles")
+    only = None if loops is None else tuple(_numbers(loops, f"{where}.loops_miles", problems))
+    known = {p.name for p in kind.params} | {"test", "tool", "loops_miles"}
+    for key in sorted(set(raw) - known):
+        problems.append(
+            f"{where}.{key}: {kind.name} takes no {key!r}; it takes "
+            f"{', '.join(p.name for p in kind.params)}"
+        )
+    return TestSpec(index, kind, str(tool), values, only)
+
+
+def _value(param: Param, value: Any, where: str, problems: list[str]) -> Any:
+    place = f"{where}.{param.name}"
+    items = value if isinstance(value, list) else [value]
+    if param.grid and not items:
+        problems.append(f"{place}: give at least one value")
+        return items
+    checked = []
+    for item in items:
+        ok = _is(param.kind, item)
+        if ok and param.choices and item not in param.choices:
+            ok = False
+        if ok and param.low is not None and not param.low <= item <= (param.high or item):
+            ok = False
+        if not ok:
+            problems.append(f"{place}: {item!r} is not {_describe(param)}")
+        checked.append(param.kind(item) if ok else item)
+    if not param.grid:
+        if isinstance(value, list):
+            problems.append(f"{place}: one value, not a list")
+        return checked[0] if checked else value
+    return checked
+
+
+def _is(kind: type, item: Any) -> bool:
+    if isinstance(item, bool):
+        return False
+    if kind is float:
+        return isinstance(item, int | float)
+    return isinstance(item, kind)
+
+
+def _describe(param: Param) -> str:
+    if param.choices:
+        return "one of " + ", ".join(param.choices)
+    kind = "a whole number" if param.kind is int else "a number" if param.kind is float else "text"
+    if param.low is not None:
+        return f"{kind} from {param.low:g} to {param.high:g}"
+    return kind
+
+
+def runs(campaign: Campaign, connections: list[Connection]) -> list[Run]:
+    """Every run, connection by connection (a connection's runs go together), then test by
+    test, repetition by repetition, parameters varying fastest."""
+    planned = []
+    for connection in connections:
+        for test in campaign.tests:
+            if test.loops_miles is not None and not _on(connection, test.loops_miles):
+                continue
+            for repetition in range(1, test.values["repetitions"] + 1):
+                for params in test.grid():
+                    planned.append(Run(test, connection, params, repetition))
+    return planned
+
+
+def _on(connection: Connection, loops_miles: tuple[float, ...]) -> bool:
+    return any(
+        abs(connection.length_miles - miles) <= max(1.0, 0.02 * miles) for miles in loops_miles
+    )
+
+
+def estimate_s(planned: list[Run]) -> float:
+    return sum(run.estimate_s() for run in planned)

@@ -1,0 +1,59 @@
+"""The tidy row every measurement becomes: one run of one test, with the parameters that
+produced it and where it came from. The results store keeps them, analysis reads them
+(as a pandas DataFrame with these columns), reports draw them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Source(StrEnum):
+    """Where a figure came from."""
+
+    MEASURED = "measured"
+    """Real traffic on real hosts (imported from iperf3 or perfSONAR, say)."""
+    EMULATED = "emulated"
+    """Real kernel TCP/UDP through longhaul-wan."""
+    SIMULATED = "simulated"
+
+
+@dataclass
+class Row:
+    campaign: str
+    test: str
+    """tcp_throughput, udp_throughput, rtt, echo_jitter."""
+    tool: str
+    """iperf3, ping, echo, udp, ... (how it was measured)."""
+    source: Source
+    connection: str
+    """For people: `loop 1,400 mi`, `reservation 12`, a perfSONAR destination."""
+    length_miles: float | None
+    repetition: int
+    started_at: datetime
+    cc: str | None = None
+    streams: int | None = None
+    message_bytes: int | None = None
+    variant: str | None = None
+    """The test's mode where it has several (echo_jitter: `echo` or `size`)."""
+    cross_traffic_gbps: float = 0.0
+    duration_s: float | None = None
+    throughput_gbps: float | None = None
+    retransmits: int | None = None
+    rtt_ms: float | None = None
+    rtt_std_ms: float | None = None
+    raw_ref: str | None = None
+    """Where the tool's own output is kept (a file path)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """What only some tests have: `rtt_samples_ms` (a list) for rtt and echo_jitter."""
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["source"] = self.source.value
+        return data
+
+
+COLUMNS = tuple(Row.__dataclass_fields__)
+"""The columns of a results table, in order."""

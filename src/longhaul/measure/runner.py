@@ -1,0 +1,301 @@
+"""Running a campaign on the emulated testbed: connections made ready, each run executed
+by its tool, each result stored as it finishes (a crash loses at most the run in flight),
+runs already stored skipped on `resume`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from longhaul.errors import InputError
+from longhaul.measure import campaign as campaigns
+from longhaul.measure.campaign import Campaign, Connection, Run
+from longhaul.measure.rows import Row, Source
+from longhaul.measure.store import ResultsStore
+from longhaul.measure.tools import echo, iperf3, ping, udp
+from longhaul.testbed import CircuitRecord, Testbed, crosstraffic, loop_spec
+from longhaul.testbed.plan import miles_label
+
+CROSS_HELD = 0.95
+"""Cross-traffic that delivered less than this share of its rate did not hold."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A campaign ready to run: its runs and the circuit behind each connection."""
+
+    campaign: Campaign
+    runs: list[Run]
+    circuits: dict[str, CircuitRecord]
+    made_loops: list[int]
+    """Circuits the runner built (and removes when done)."""
+
+    @property
+    def estimate_s(self) -> float:
+        return campaigns.estimate_s(self.runs)
+
+
+Progress = Callable[[str, float, float], None]
+"""(what is running, seconds of work done, seconds of work in all)."""
+
+
+def plan_connections(campaign: Campaign, testbed: Testbed) -> list[Connection]:
+    """The campaign's connections, from the topology and the testbed's record (nothing
+    built): a loop of no length the topology has is refused here, before anything runs."""
+    connections = []
+    for miles in campaign.loops_miles:
+        spec = loop_spec(testbed.topology, miles)
+        connections.append(
+            Connection(
+                f"loop {miles_label(spec.length_miles)} mi",
+                spec.length_miles,
+                spec.rtt_ms,
+                loop_miles=miles,
+            )
+        )
+    for number in campaign.reservations:
+        circuit = testbed.circuit_of(f"reservation {number}")
+        if circuit is None:
+            raise InputError(
+                "connections.reservations",
+                f"reservation {number} has no circuit on the testbed: is it active, and "
+                "served with `longhaul serve --driver emulated`?",
+            )
+        connections.append(
+            Connection(
+                f"reservation {number}", circuit.length_miles, circuit.rtt_ms, reservation=number
+            )
+        )
+    return connections
+
+
+def check_tools(campaign: Campaign) -> None:
+    """Stop before anything runs if a tool the campaign needs is missing."""
+    if any(t.tool == "iperf3" for t in campaign.tests) and shutil.which("iperf3") is None:
+        raise InputError("tool", "iperf3 is missing: apt-get install iperf3 (make setup does)")
+    if any(t.tool == "ping" for t in campaign.tests) and shutil.which("ping") is None:
+        raise InputError("tool", "ping is missing: apt-get install iputils-ping")
+
+
+def prepare(campaign: Campaign, testbed: Testbed) -> Prepared:
+    """Build the loops the campaign names (reusing any already up) and find the circuits
+    of its reservations."""
+    check_tools(campaign)
+    connections = plan_connections(campaign, testbed)
+    circuits: dict[str, CircuitRecord] = {}
+    made: list[int] = []
+    loops = [c for c in connections if c.loop_miles is not None]
+    if loops:
+        rate = None if campaign.rate_gbps is None else round(campaign.rate_gbps * 1e9)
+        before = {c.number for c in testbed.circuits()}
+        built = testbed.up([c.loop_miles for c in loops if c.loop_miles is not None], rate)
+        for connection, circuit in zip(loops, built, strict=True):
+            circuits[connection.name] = circuit
+            if circuit.number not in before:
+                made.append(circuit.number)
+    for connection in connections:
+        if connection.reservation is not None:
+            found = testbed.circuit_of(f"reservation {connection.reservation}")
+            assert found is not None  # checked by plan_connections
+            circuits[connection.name] = found
+    # The circuit's own figures (a loop at another rate, say) describe the connection.
+    connections = [replace(c, rtt_ms=circuits[c.name].rtt_ms) for c in connections]
+    return Prepared(campaign, campaigns.runs(campaign, connections), circuits, made)
+
+
+@dataclass
+class Runner:
+    store: ResultsStore
+    testbed: Testbed
+    raw_dir: Path
+
+    def run(
+        self, prepared: Prepared, resume: bool = False, progress: Progress | None = None
+    ) -> int:
+        """Run what is not stored yet; how many runs ran."""
+        campaign = prepared.campaign
+        campaign_id = self.store.open_campaign(campaign.name, campaign.description, campaign.text)
+        done = self.store.done(campaign_id) if resume else set()
+        if not resume and self.store.done(campaign_id):
+            raise InputError(
+                "campaign",
+                f"{campaign.name!r} has results already: --resume continues it, "
+                "--fresh starts it again",
+            )
+        total = prepared.estimate_s
+        spent = sum(r.estimate_s() for r in prepared.runs if r.key in done)
+        ran = 0
+        folder = self.raw_dir / _slug(campaign.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            for run in prepared.runs:
+                if run.key in done:
+                    continue
+                if progress:
+                    progress(_describe(run), spent, total)
+                circuit = prepared.circuits[run.connection.name]
+                row, raw = execute(run, circuit, self.testbed, campaign.name)
+                raw_path = folder / f"{len(done) + ran + 1:05d}-{_slug(run.key)}.json"
+                raw_path.write_text(json.dumps(raw, indent=1, default=str))
+                row.raw_ref = str(raw_path)
+                self.store.add(campaign_id, run.key, row)
+                ran += 1
+                spent += run.estimate_s()
+            self.store.finish_campaign(campaign.name)
+        finally:
+            for number in prepared.made_loops:
+                self.testbed.remove_circuit(number)
+        if progress:
+            progress("done", total, total)
+        return ran
+
+
+def execute(
+    run: Run, circuit: CircuitRecord, testbed: Testbed, campaign: str
+) -> tuple[Row, dict[str, Any]]:
+    """One run: its row and the tool's raw output."""
+    row = Row(
+        campaign=campaign,
+        test=run.test.name,
+        tool=run.test.tool,
+        source=Source.EMULATED,
+        connection=run.connection.name,
+        length_miles=run.connection.length_miles,
+        repetition=run.repetition,
+        started_at=datetime.now(UTC),
+    )
+    started = time.monotonic()
+    test = run.test.name
+    if test == "tcp_throughput":
+        raw = _tcp(run, circuit, testbed, row)
+    elif test == "udp_throughput":
+        raw = _udp(run, circuit, row)
+    elif test == "rtt":
+        raw = _rtt(run, circuit, row)
+    else:
+        raw = _echo(run, circuit, row)
+    row.duration_s = round(time.monotonic() - started, 3)
+    return row, raw
+
+
+def _tcp(run: Run, circuit: CircuitRecord, testbed: Testbed, row: Row) -> dict[str, Any]:
+    values, params = run.test.values, run.params
+    row.cc, row.streams = params["cc"], params["streams"]
+    row.cross_traffic_gbps = params["cross_traffic_gbps"]
+    test = iperf3.Iperf3Test(
+        client_ns=circuit.src_ns,
+        server_ns=circuit.dst_ns,
+        address=circuit.dst_addr,
+        duration_s=values["duration_s"],
+        omit_s=values["warmup_s"],
+        streams=params["streams"],
+        cc=params["cc"],
+        rtt_ms=circuit.rtt_ms,
+    )
+    traffic = None
+    if row.cross_traffic_gbps > 0:
+        attached = testbed.attach_cross_host(circuit.number)
+        length_s = values["duration_s"] + values["warmup_s"] + 1
+        rate_bps = round(row.cross_traffic_gbps * 1e9)
+        traffic = crosstraffic.CrossTraffic(circuit, attached, rate_bps, length_s).start()
+    try:
+        result = iperf3.run(test)
+        cross = traffic.finish() if traffic is not None else None
+    finally:
+        if traffic is not None:
+            traffic.stop()
+    row.throughput_gbps = result.goodput_bps / 1e9
+    row.retransmits = result.retransmits
+    row.rtt_ms = result.rtt_mean_ms
+    row.rtt_std_ms = result.rtt_std_ms
+    raw: dict[str, Any] = {"iperf3": result.raw}
+    if cross is not None:
+        received = cross.received_rate_bps / 1e9
+        row.extra.update(
+            {
+                "cross_sent_gbps": cross.sent.get("rate_bps", 0) / 1e9,
+                "cross_received_gbps": received,
+                "cross_lost": cross.lost,
+                "cross_held": received >= CROSS_HELD * row.cross_traffic_gbps,
+            }
+        )
+        raw["cross_traffic"] = {"sent": cross.sent, "received": cross.received}
+    return raw
+
+
+def _udp(run: Run, circuit: CircuitRecord, row: Row) -> dict[str, Any]:
+    rate_gbps = run.params["rate_gbps"]
+    sent, received = udp.run(
+        udp.UdpTest(
+            circuit.src_ns,
+            circuit.dst_ns,
+            circuit.dst_addr,
+            round(rate_gbps * 1e9),
+            run.test.values["duration_s"],
+        )
+    )
+    row.throughput_gbps = float(received.get("rate_bps", 0.0)) / 1e9
+    row.extra.update(
+        {
+            "sent_gbps": float(sent.get("rate_bps", 0.0)) / 1e9,
+            "offered_gbps": rate_gbps,
+            "lost": received.get("lost", 0),
+        }
+    )
+    return {"sent": sent, "received": received}
+
+
+def _rtt(run: Run, circuit: CircuitRecord, row: Row) -> dict[str, Any]:
+    values = run.test.values
+    result = ping.run(circuit.src_ns, circuit.dst_addr, values["samples"], values["interval_s"])
+    row.rtt_ms = result.avg_ms
+    row.rtt_std_ms = result.mdev_ms
+    row.extra.update(
+        {
+            "rtt_samples_ms": result.times_ms,
+            "lost": result.sent - result.received,
+            "rtt_min_ms": result.min_ms,
+            "rtt_max_ms": result.max_ms,
+        }
+    )
+    return {"ping": result.__dict__}
+
+
+def _echo(run: Run, circuit: CircuitRecord, row: Row) -> dict[str, Any]:
+    values, params = run.test.values, run.params
+    row.variant, row.message_bytes = params["variant"], params["message_bytes"]
+    result = echo.run(
+        echo.EchoTest(
+            circuit.src_ns,
+            circuit.dst_ns,
+            circuit.dst_addr,
+            params["variant"],
+            params["message_bytes"],
+            values["samples"],
+            values["interval_s"],
+            rtt_ms=circuit.rtt_ms,
+        )
+    )
+    samples = result.samples_ms
+    row.rtt_ms = statistics.fmean(samples) if samples else None
+    row.rtt_std_ms = statistics.pstdev(samples) if len(samples) > 1 else None
+    row.extra["rtt_samples_ms"] = samples
+    return {"echo": result.raw}
+
+
+def _describe(run: Run) -> str:
+    params = ", ".join(f"{k} {v}" for k, v in run.params.items())
+    return f"{run.test.name} on {run.connection.name}: {params}, repetition {run.repetition}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text)[:120]

@@ -1,0 +1,101 @@
+"""longhaul's echo tool for the jitter suite (`longhaul-wan tcp-echo`): a server in one
+testbed host, a probe in the other, per-sample round-trip times of TCP exchanges in
+either of USN's variants: the message echoed back (`echo`), or a size asked for and that
+many bytes sent back (`size`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from longhaul.testbed import emulator, netns
+
+
+class EchoError(RuntimeError):
+    """The echo tool failed; the message says what it printed."""
+
+
+@dataclass(frozen=True)
+class EchoTest:
+    client_ns: str
+    server_ns: str
+    address: str
+    variant: str
+    message_bytes: int
+    samples: int
+    interval_s: float = 0.01
+    port: int = 7007
+    rtt_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class EchoResult:
+    samples_ms: list[float]
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def run(test: EchoTest) -> EchoResult:
+    """A server for the test's length, then the probe; bounded in time."""
+    binary = str(emulator.binary())
+    budget_s = (test.samples + 3) * max(test.interval_s, 2 * test.rtt_ms / 1000) + 30
+    server = subprocess.Popen(
+        netns.command(
+            test.server_ns,
+            [
+                binary,
+                "tcp-echo",
+                "serve",
+                "--listen",
+                f"{test.address}:{test.port}",
+                "--duration",
+                f"{budget_s:g}s",
+            ],
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        if "listening" not in line:
+            raise EchoError(f"the echo server did not start: {line.strip()}")
+        interval = f"{test.interval_s * 1000:g}ms"
+        probe = [
+            binary,
+            "tcp-echo",
+            "probe",
+            "--to",
+            f"{test.address}:{test.port}",
+            "--mode",
+            test.variant,
+            "--size",
+            str(test.message_bytes),
+            "--count",
+            str(test.samples),
+            "--interval",
+            interval,
+        ]
+        try:
+            done = subprocess.run(
+                netns.command(test.client_ns, probe),
+                capture_output=True,
+                text=True,
+                timeout=budget_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise EchoError(f"the echo probe ran over {budget_s:.0f} s") from exc
+        if done.returncode != 0:
+            raise EchoError(f"the echo probe failed: {done.stderr.strip()[-300:]}")
+        report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return EchoResult([float(s) for s in report["samples_ms"]], report)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=5)

@@ -1,0 +1,90 @@
+"""UDP throughput between two testbed hosts with longhaul's generator and sink
+(`longhaul-wan udp-send` / `udp-sink`): what arrives when a given rate is sent, the
+channel throughput profile's one point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from longhaul.testbed import emulator, netns
+
+
+class UdpError(RuntimeError):
+    """The UDP sender or sink failed; the message says what it printed."""
+
+
+@dataclass(frozen=True)
+class UdpTest:
+    client_ns: str
+    server_ns: str
+    address: str
+    rate_bps: int
+    duration_s: float
+    port: int = 9100
+
+
+def run(test: UdpTest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send for `duration_s`; the sender's and the sink's reports."""
+    binary = str(emulator.binary())
+    target = f"{test.address}:{test.port}"
+    sink = subprocess.Popen(
+        netns.command(
+            test.server_ns,
+            [
+                binary,
+                "udp-sink",
+                "--listen",
+                target,
+                "--duration",
+                f"{test.duration_s + 5:g}s",
+                "--idle-timeout",
+                "2s",
+            ],
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sink.stderr is not None
+        line = sink.stderr.readline()
+        if "listening" not in line:
+            raise UdpError(f"the UDP sink did not start: {line.strip()}")
+        sent = subprocess.run(
+            netns.command(
+                test.client_ns,
+                [
+                    binary,
+                    "udp-send",
+                    "--to",
+                    target,
+                    "--rate",
+                    str(test.rate_bps),
+                    "--duration",
+                    f"{test.duration_s:g}s",
+                ],
+            ),
+            capture_output=True,
+            text=True,
+            timeout=test.duration_s + 30,
+            check=False,
+        )
+        received, errors = sink.communicate(timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise UdpError("the UDP test ran over its time") from exc
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait(timeout=5)
+    return _last_json(sent.stdout, sent.stderr), _last_json(received, errors)
+
+
+def _last_json(out: str, err: str) -> dict[str, Any]:
+    for line in reversed(out.strip().splitlines()):
+        if line.startswith("{"):
+            report: dict[str, Any] = json.loads(line)
+            return report
+    raise UdpError(f"no report: {err.strip()[-300:]}")

@@ -1,0 +1,82 @@
+"""A short campaign on the real emulated testbed: every test kind, cross-traffic that
+holds its rate, each run stored as it ends, and a crash that loses only the run in flight."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from longhaul.db import Database, migrate
+from longhaul.measure.campaign import parse
+from longhaul.measure.runner import Runner, prepare
+from longhaul.measure.store import ResultsStore
+
+CAMPAIGN = """
+name = "short"
+[connections]
+loops_miles = [1400]
+[[tests]]
+test = "tcp_throughput"
+streams = [1, 2]
+duration_s = 2
+warmup_s = 1
+[[tests]]
+test = "tcp_throughput"
+streams = [2]
+cross_traffic_gbps = [1]
+duration_s = 2
+warmup_s = 1
+[[tests]]
+test = "udp_throughput"
+rate_gbps = [1]
+duration_s = 2
+[[tests]]
+test = "rtt"
+samples = 5
+interval_s = 0.02
+"""
+
+
+class CrashError(Exception):
+    pass
+
+
+def test_a_campaign_runs_stores_and_resumes_after_a_crash(testbed, tmp_path):
+    db = Database(f"sqlite:///{tmp_path}/r.db")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    runner = Runner(store, testbed, tmp_path / "raw")
+    spec = parse(CAMPAIGN)
+    seen: list[str] = []
+
+    def crash_on_third(what, _done, _total):
+        seen.append(what)
+        if len(seen) == 3:
+            raise CrashError
+
+    with pytest.raises(CrashError):
+        runner.run(prepare(spec, testbed), progress=crash_on_third)
+    assert len(store.rows("short")) == 2, "the two finished runs were kept"
+    assert testbed.circuits() == [], "the loop the campaign built was removed"
+    first_two = [(r.streams, r.started_at) for r in store.rows("short")]
+
+    with pytest.raises(Exception, match="--resume continues it"):
+        runner.run(prepare(spec, testbed))
+    ran = runner.run(prepare(spec, testbed), resume=True)
+    assert ran == 3
+    rows = store.rows("short")
+    assert [(r.streams, r.started_at) for r in rows[:2]] == first_two, "not run again"
+    by_test = {(r.test, r.streams, r.cross_traffic_gbps): r for r in rows}
+    tcp = by_test[("tcp_throughput", 1, 0.0)]
+    assert tcp.source.value == "emulated" and tcp.connection == "loop 1,400 mi"
+    assert 5 < tcp.throughput_gbps <= 9.3 and tcp.rtt_ms > 26
+    crossed = by_test[("tcp_throughput", 2, 1.0)]
+    assert crossed.extra["cross_held"], crossed.extra
+    assert crossed.throughput_gbps < 9.29 - 0.9
+    udp = by_test[("udp_throughput", None, 0.0)]
+    assert abs(udp.throughput_gbps - 1.0) < 0.05
+    rtt = by_test[("rtt", None, 0.0)]
+    assert len(rtt.extra["rtt_samples_ms"]) == 5 and abs(rtt.rtt_ms - 26.7) < 0.5
+    for r in rows:
+        assert json.loads(Path(r.raw_ref).read_text()), "the tool's own output is kept"
+    db.dispose()
