@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, ppoll};
 use nix::sys::time::TimeSpec;
-use nix::time::{ClockId, clock_gettime};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::clock::now_ns;
 use crate::control::{ControlServer, Then, handle};
 use crate::link::Direction;
 use crate::packet::VNET_HDR_LEN;
@@ -355,10 +355,4 @@ pub fn hold_cpu_latency_qos() -> io::Result<std::fs::File> {
         .open("/dev/cpu_dma_latency")?;
     file.write_all(&0i32.to_ne_bytes())?;
     Ok(file)
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-pub fn now_ns() -> u64 {
-    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }

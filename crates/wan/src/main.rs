@@ -13,11 +13,13 @@ use std::sync::atomic::AtomicBool;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
+use longhaul_wan::clock::{fine_timer_slack, now_ns, warn};
 use longhaul_wan::config::{
     CrossTraffic, DirectionConfig, LinkConfig, Loss, parse_bytes, parse_duration_ns, parse_rate,
 };
 use longhaul_wan::control::{ControlServer, request};
-use longhaul_wan::engine::{Engine, hold_cpu_latency_qos, now_ns, run_in_real_time};
+use longhaul_wan::echo::{self, Mode, Probe, ProbeOptions, ServeOptions, Server};
+use longhaul_wan::engine::{Engine, hold_cpu_latency_qos, run_in_real_time};
 use longhaul_wan::link::Direction;
 use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
 use longhaul_wan::tun::Tun;
@@ -63,6 +65,29 @@ enum Command {
     /// stdout when it ends: datagrams, bytes, ip_bytes, lost, reordered, duration_s and
     /// rate_bps (first to last arrival), intervals (per second), gro, socket_drops.
     UdpSink(UdpSinkArgs),
+    /// Time TCP exchanges, one round trip per sample (the jitter suite's echo tool):
+    /// `serve` answers, `probe` asks and times.
+    #[command(subcommand)]
+    TcpEcho(TcpEchoCommand),
+}
+
+#[derive(Subcommand)]
+enum TcpEchoCommand {
+    /// Answer tcp-echo requests, one connection at a time, until --duration or SIGTERM.
+    ///
+    /// Prints {"listening": "ADDR:PORT"} to stderr once bound, and one JSON object to
+    /// stdout when it ends: connections, exchanges (requests answered), errors
+    /// (connections dropped: silent too long, broken, not speaking tcp-echo).
+    Serve(TcpEchoServeArgs),
+    /// Time --count exchanges with a tcp-echo server over one connection.
+    ///
+    /// echo: send N bytes (after an 8-byte header), read them back; size: send an 8-byte
+    /// request naming N, read N bytes. A sample runs from the first byte written to the
+    /// last byte read (CLOCK_MONOTONIC). Prints one JSON object: mode, size_bytes, count
+    /// (samples), samples_ms, mean_ms, min_ms, max_ms, std_ms (population), range_pct
+    /// ((max-min)/mean), std_pct (std/mean), errors (failed exchanges: each reconnects).
+    /// Exits 1 if the server is unreachable, 2 for bad arguments.
+    Probe(TcpEchoProbeArgs),
 }
 
 #[derive(Args)]
@@ -168,6 +193,54 @@ struct UdpSinkArgs {
     gro: bool,
 }
 
+#[derive(Args)]
+struct TcpEchoServeArgs {
+    /// Where to listen: ADDR:PORT (port 0: any free port, told on stderr).
+    #[arg(long)]
+    listen: SocketAddr,
+    /// The longest to run, e.g. 60s; default: until SIGTERM or SIGINT.
+    #[arg(long, value_parser = parse_duration_ns)]
+    duration: Option<u64>,
+    /// Drop a connection that sends or takes nothing for this long: one connection is
+    /// served at a time, and the next waits behind it.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "10s")]
+    idle_timeout: u64,
+    /// Keep idle CPUs out of deep sleep while serving (see `run`): less wake-up delay in
+    /// each round trip.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    cpu_latency_qos: bool,
+}
+
+#[derive(Args)]
+struct TcpEchoProbeArgs {
+    /// The server: ADDR:PORT.
+    #[arg(long)]
+    to: SocketAddr,
+    /// echo (send N bytes, get them back) or size (name N, get N bytes).
+    #[arg(long)]
+    mode: Mode,
+    /// N: 1 byte to 16 MiB, e.g. 64, 64ki, 1mi (k and m are powers of 1000).
+    #[arg(long, value_parser = echo::parse_size_bytes)]
+    size: usize,
+    /// Exchanges to record.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    count: u32,
+    /// From the start of one exchange to the start of the next (a slower exchange is
+    /// followed at once).
+    #[arg(long, value_parser = parse_duration_ns, default_value = "10ms")]
+    interval: u64,
+    /// Exchanges first, not recorded.
+    #[arg(long, default_value_t = 3)]
+    warmup: u32,
+    /// The longest to connect, and the longest one exchange may take.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "5s")]
+    timeout: u64,
+    /// Keep idle CPUs out of deep sleep while probing (see `run`): less wake-up delay in
+    /// each round trip.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    cpu_latency_qos: bool,
+}
+
 /// A local address to bind: ADDR:PORT, or ADDR (any port).
 fn parse_bind(text: &str) -> Result<SocketAddr, String> {
     text.parse::<SocketAddr>()
@@ -259,9 +332,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
         return Err((2, "the two devices must differ (name or namespace)".into()));
     }
     let stop = stop_on_signals()?;
-    // 1 ns of timer slack: the default 50 µs would be most of a short link's error budget.
-    // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    fine_timer_slack();
     let open = |netns: &Option<String>, dev: &str| {
         Tun::open(netns.as_deref(), dev).map_err(|e| (1, format!("device {dev}: {e}")))
     };
@@ -360,6 +431,61 @@ fn udp_sink(args: &UdpSinkArgs) -> Result<(), (u8, String)> {
     print_json(&report)
 }
 
+fn tcp_echo_serve(args: &TcpEchoServeArgs) -> Result<(), (u8, String)> {
+    if args.idle_timeout == 0 {
+        return Err((2, "--idle-timeout must be above 0".into()));
+    }
+    let options = ServeOptions {
+        listen: args.listen,
+        duration_ns: args.duration,
+        idle_timeout_ns: args.idle_timeout,
+    };
+    let stop = stop_on_signals()?;
+    let mut server = Server::bind(&options).map_err(|e| (1, format!("tcp-echo serve: {e}")))?;
+    let bound = server.local_addr().map_err(|e| (1, e.to_string()))?;
+    let _qos = cpu_latency_qos(args.cpu_latency_qos);
+    eprintln!("{}", json!({ "listening": bound.to_string() }));
+    let report = server
+        .run(&stop)
+        .map_err(|e| (1, format!("tcp-echo serve: {e}")))?;
+    print_json(&report)
+}
+
+fn tcp_echo_probe(args: &TcpEchoProbeArgs) -> Result<(), (u8, String)> {
+    if args.timeout == 0 {
+        return Err((2, "--timeout must be above 0".into()));
+    }
+    let options = ProbeOptions {
+        to: args.to,
+        mode: args.mode,
+        size_bytes: args.size,
+        count: args.count as usize,
+        interval_ns: args.interval,
+        warmup: args.warmup as usize,
+        timeout_ns: args.timeout,
+    };
+    let stop = stop_on_signals()?;
+    let mut probe = Probe::connect(&options).map_err(|e| (1, format!("tcp-echo probe: {e}")))?;
+    let _qos = cpu_latency_qos(args.cpu_latency_qos);
+    let (report, cut_short) = probe.run(&stop);
+    print_json(&report)?;
+    if let Some(e) = cut_short {
+        return Err((1, format!("tcp-echo probe: ended early: {e}")));
+    }
+    if report.count == 0 && report.errors > 0 {
+        return Err((1, "tcp-echo probe: no exchange succeeded".into()));
+    }
+    Ok(())
+}
+
+/// The CPU latency request, if asked for and granted (a warning if not).
+fn cpu_latency_qos(wanted: bool) -> Option<std::fs::File> {
+    if !wanted {
+        return None;
+    }
+    hold_cpu_latency_qos().map_err(|e| warn_no_qos(&e)).ok()
+}
+
 /// One line of JSON, its fields in the order the report declares them.
 fn print_json(report: &impl serde::Serialize) -> Result<(), (u8, String)> {
     let line = serde_json::to_string(report).map_err(|e| (1, e.to_string()))?;
@@ -371,10 +497,6 @@ fn warn_no_qos(error: &std::io::Error) {
     warn(&format!(
         "no CPU latency request ({error}); arrivals may be seen late"
     ));
-}
-
-fn warn(message: &str) {
-    eprintln!("longhaul-wan: {message}");
 }
 
 fn ctl(socket: &std::path::Path, op: &str, fields: Option<&str>) -> Result<(), (u8, String)> {
@@ -403,6 +525,8 @@ fn main() -> ExitCode {
         Command::Ctl { socket, op, fields } => ctl(socket, op, fields.as_deref()),
         Command::UdpSend(args) => udp_send(args),
         Command::UdpSink(args) => udp_sink(args),
+        Command::TcpEcho(TcpEchoCommand::Serve(args)) => tcp_echo_serve(args),
+        Command::TcpEcho(TcpEchoCommand::Probe(args)) => tcp_echo_probe(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,11 +21,10 @@ use nix::errno::Errno;
 use nix::sys::socket::{
     ControlMessageOwned, MsgFlags, SetSockOpt, SockaddrStorage, recvmsg, setsockopt, sockopt,
 };
-use nix::sys::time::TimeSpec;
-use nix::time::{ClockId, ClockNanosleepFlags, clock_gettime, clock_nanosleep};
+use nix::time::{ClockId, clock_gettime};
 use serde::Serialize;
 
-use crate::engine::now_ns;
+use crate::clock::{fine_timer_slack, now_ns, sleep_until, warn};
 
 /// Every datagram begins with its sequence number and its send time (`CLOCK_REALTIME`
 /// ns), both u64 big-endian: the sink counts losses and reorderings from the first.
@@ -745,30 +744,10 @@ where
     }
 }
 
-/// Sleep until `deadline_ns` on the monotonic clock (a signal may end it early).
-fn sleep_until(deadline_ns: u64) {
-    let deadline = TimeSpec::from_duration(Duration::from_nanos(deadline_ns));
-    let _ = clock_nanosleep(
-        ClockId::CLOCK_MONOTONIC,
-        ClockNanosleepFlags::TIMER_ABSTIME,
-        &deadline,
-    );
-}
-
-/// 1 ns of timer slack: the default 50 µs is half a batch.
-fn fine_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-}
-
 /// `CLOCK_REALTIME` in nanoseconds: comparable with the sink's clock across hosts.
 fn realtime_ns() -> u64 {
     let t = clock_gettime(ClockId::CLOCK_REALTIME).expect("CLOCK_REALTIME is always there");
     t.tv_sec() as u64 * NS_PER_S + t.tv_nsec() as u64
-}
-
-fn warn(message: &str) {
-    eprintln!("longhaul-wan: {message}");
 }
 
 #[cfg(test)]
