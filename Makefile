@@ -11,7 +11,7 @@ CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
 
 help:
 	@echo "make setup   install what longhaul needs (uv, Python packages, the Rust extension)"
-	@echo "make demo    the main job: the USN topology and the four path queries on a busy day"
+	@echo "make demo    the main job: reserve the four USN loops, run the quick TCP study on them, write the report (root)"
 	@echo "make test    every check: rustfmt, clippy, cargo test, ruff, mypy, pytest"
 	@echo "make lint    formatting and static checks only"
 	@echo "make bench   the benchmarks, as JSON (bench wan needs root)"
@@ -23,11 +23,9 @@ setup:
 setup-test: setup
 	@scripts/setup.sh --test
 
+# Needs root (namespaces); about 4 minutes on two cores. Prints the report's path.
 demo: setup
-	$(RUN) longhaul topology show
-	@echo
-	$(RUN) longhaul slots --src ORNL --dst SUNNYVALE --bandwidth 5000 --duration 2h \
-		--start 2030-01-07T09:00Z --bookings data/bookings/usn-sample.toml
+	$(RUN) longhaul demo
 
 lint: setup
 	cargo fmt --all --check

@@ -7,7 +7,17 @@ import sys
 import typer
 
 from longhaul import __version__
-from longhaul.cli import bench, campaign, control, reservations, slots, testbed, topology
+from longhaul.cli import (
+    analyze,
+    bench,
+    campaign,
+    control,
+    report,
+    reservations,
+    slots,
+    testbed,
+    topology,
+)
 from longhaul.cli.common import say_error
 from longhaul.errors import InputError
 from longhaul.topology import TopologyError
@@ -26,7 +36,10 @@ app.add_typer(testbed.app, name="testbed")
 app.add_typer(campaign.app, name="campaign")
 app.add_typer(campaign.results_app, name="results")
 app.add_typer(bench.app, name="bench")
+app.add_typer(analyze.app, name="analyze")
 app.command(name="slots")(slots.slots)
+app.command(name="report")(report.report)
+app.command(name="demo")(report.demo)
 app.command(name="serve")(control.serve)
 app.add_typer(control.user_app, name="user")
 for command in (reservations.login, reservations.reserve, reservations.reservations,

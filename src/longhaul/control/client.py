@@ -102,6 +102,11 @@ class Client:
     def modify(self, reservation_id: int, body: dict[str, Any]) -> dict[str, Any]:
         return dict(self._call("PATCH", f"/api/v1/reservations/{reservation_id}", json=body))
 
+    def availability(self, query: str, **params: Any) -> dict[str, Any]:
+        """One of the four queries: `fixed-slot`, `earliest-start`, `max-bandwidth`,
+        `all-slots`."""
+        return dict(self._call("GET", f"/api/v1/availability/{query}", params=_drop_none(params)))
+
     def cancel(self, reservation_id: int) -> dict[str, Any]:
         return dict(self._call("POST", f"/api/v1/reservations/{reservation_id}/cancel"))
 

@@ -1,0 +1,1 @@
+"""Analysis: profiles, DPM, stability, segmented regression, jitter — pure functions on tables."""

@@ -1,0 +1,221 @@
+"""`longhaul analyze`: the USN analysis of stored results, and the check of the published
+tables."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from longhaul.cli.campaign import DbOption, _store
+from longhaul.cli.common import console, fail, print_json
+from longhaul.testbed.plan import miles_label
+
+app = typer.Typer(help="The USN analysis: profiles, DPM, comparisons.", no_args_is_help=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+StreamsOption = Annotated[
+    str,
+    typer.Option(
+        help="The stream counts T̄ averages over, LOW..HIGH (USN: 5..15). Those measured "
+        "inside the range count."
+    ),
+]
+
+
+@app.command()
+def reference(as_json: JsonOption = False) -> None:
+    """Recompute the derived figures of the published USN tables (DPM, averages) from
+    their inputs with interval arithmetic, and say which match within rounding."""
+    from longhaul.analysis.reference import compare_reference  # noqa: PLC0415
+
+    found = compare_reference()
+    if as_json:
+        print_json(found)
+        return
+    table = Table(title="Published figures recomputed from their inputs", title_justify="left")
+    for column in ("table", "subject", "figure", "miles", "published", "recomputed", "ok"):
+        table.add_column(column, justify="right" if column == "miles" else "left")
+    for name, entry in found["tables"].items():
+        for figure in entry["figures"]:
+            low, high = figure["recomputed"]
+            table.add_row(
+                name,
+                figure["subject"],
+                figure["figure"],
+                figure["at_miles"] or "all",
+                figure["published"],
+                f"[{low:.4g}, {high:.4g}]",
+                "yes" if figure["within_rounding"] else "[red]no[/red]",
+            )
+    console.print(table)
+    console.print(found["criterion"], style="dim")
+    misses = [
+        figure
+        for entry in found["tables"].values()
+        for figure in entry["figures"]
+        if not figure["within_rounding"]
+    ]
+    for figure in misses:
+        where = f" at {figure['at_miles']} miles" if figure["at_miles"] else ""
+        console.print(f"- {figure['subject']} {figure['figure']}{where}: {figure['note']}")
+    verdict = "all within rounding" if not misses else f"{len(misses)} not within rounding"
+    console.print(f"Published figures: {verdict}.")
+
+
+@app.command()
+def profile(
+    campaign: Annotated[str, typer.Argument(help="The campaign's name (see `results list`).")],
+    streams: StreamsOption = "5..15",
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """T̄(d), its standard deviation and the Decrease Per Mile of each congestion control
+    and source in a campaign's TCP runs without cross-traffic."""
+    from longhaul.analysis import profiles  # noqa: PLC0415
+
+    frame = _frame(campaign, db)
+    low, high = _stream_range(streams)
+    means = profiles.throughput_against_length(frame, (low, high))
+    if means.empty:
+        fail(f"campaign {campaign!r} has no TCP throughput runs without cross-traffic")
+    found: list[dict[str, Any]] = []
+    for (cc, source), rows in means.groupby(["cc", "source"]):
+        dpm = profiles.decrease_per_mile(rows)
+        lengths = [
+            {
+                "length_miles": float(row["length_miles"]),
+                "mean_gbps": float(row["mean_gbps"]),
+                "std_mbps": _finite(row["std_gbps"] * 1000),
+                "runs": int(row["count"]),
+                "dpm_mbps_per_mile": dpm.get(float(row["length_miles"])),
+            }
+            for _, row in rows.iterrows()
+        ]
+        found.append(
+            {
+                "cc": cc,
+                "source": source,
+                "lengths": lengths,
+                "average_dpm_mbps_per_mile": profiles.average_dpm(dpm),
+            }
+        )
+    if as_json:
+        print_json({"campaign": campaign, "streams": [low, high], "profiles": found})
+        return
+    for entry in found:
+        table = Table(
+            title=f"{entry['cc']} ({entry['source']}), n = {low}..{high}", title_justify="left"
+        )
+        for column in ("miles", "T̄ (Gb/s)", "std (Mb/s)", "runs", "DPM (Mb/s per mile)"):
+            table.add_column(column, justify="right")
+        for line in entry["lengths"]:
+            table.add_row(
+                miles_label(line["length_miles"]),
+                f"{line['mean_gbps']:.2f}",
+                _text(line["std_mbps"], ".2f"),
+                str(line["runs"]),
+                _text(line["dpm_mbps_per_mile"], ".3f"),
+            )
+        table.add_row("average", "", "", "", _text(entry["average_dpm_mbps_per_mile"], ".3f"))
+        console.print(table)
+
+
+@app.command()
+def compare(
+    campaign: Annotated[str, typer.Argument(help="The campaign's name (see `results list`).")],
+    first: Annotated[str, typer.Argument(help="A congestion control in the campaign.")],
+    second: Annotated[str, typer.Argument(help="Another one.")],
+    streams: StreamsOption = "5..15",
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Compare two congestion controls over length, USN's objective way: each one's
+    throughput fitted by a k-segmented regression (k chosen by the VC bound), the fits
+    compared over the lengths both were measured at."""
+    from longhaul.analysis import normalize, profiles  # noqa: PLC0415
+
+    frame = _frame(campaign, db)
+    low, high = _stream_range(streams)
+    tcp = profiles.tcp_rows(frame)
+    tcp = tcp[(tcp["streams"] >= low) & (tcp["streams"] <= high)]
+    tables = []
+    for cc in (first, second):
+        rows = tcp[tcp["cc"] == cc]
+        if rows.empty:
+            known = ", ".join(sorted(tcp["cc"].dropna().unique())) or "none"
+            fail(f"no {cc} runs with {low}..{high} streams in {campaign!r} (there: {known})")
+        tables.append(rows.loc[:, ["length_miles", "throughput_gbps"]])
+    result = normalize.compare_tables(
+        tables[0], tables[1], "throughput_gbps", labels=(first, second), grid_points=11
+    )
+    regions = [
+        {
+            "start_miles": region.start_miles,
+            "end_miles": region.end_miles,
+            "better": region.better,
+            "mean_advantage_gbps": region.mean_advantage,
+        }
+        for region in result.regions
+    ]
+    summary: dict[str, Any] = {
+        "campaign": campaign,
+        "streams": [low, high],
+        "span_miles": list(result.span_miles),
+        "mean_difference_gbps": result.mean_difference,
+        "better_on_average": result.better_on_average,
+        "regions": regions,
+        "grid": result.to_frame().to_dict("records"),
+    }
+    if as_json:
+        print_json(summary)
+        return
+    table = Table(title=f"{first} against {second}, n = {low}..{high}", title_justify="left")
+    for column in ("miles", f"{first} (Gb/s)", f"{second} (Gb/s)", "difference"):
+        table.add_column(column, justify="right")
+    for line in summary["grid"]:
+        table.add_row(
+            miles_label(line["length_miles"]),
+            f"{line[first]:.2f}",
+            f"{line[second]:.2f}",
+            f"{line['difference']:+.2f}",
+        )
+    console.print(table)
+    for region in regions:
+        console.print(
+            f"{region['start_miles']:,.0f}-{region['end_miles']:,.0f} miles: "
+            f"{region['better']} better by {region['mean_advantage_gbps']:.2f} Gb/s on average"
+        )
+    console.print(
+        f"Over {result.span_miles[0]:,.0f}-{result.span_miles[1]:,.0f} miles: "
+        f"{result.better_on_average} better on average "
+        f"({first} − {second} = {result.mean_difference:+.2f} Gb/s)."
+    )
+
+
+def _frame(campaign: str, db: str | None) -> Any:
+    frame = _store(db).frame(campaign)
+    if frame.empty:
+        fail(f"campaign {campaign!r} has no results: `longhaul results list` shows those stored")
+    return frame
+
+
+def _stream_range(text: str) -> tuple[int, int]:
+    low, sep, high = text.partition("..")
+    try:
+        bounds = (int(low), int(high if sep else low))
+    except ValueError:
+        fail(f"--streams {text!r}: give LOW..HIGH, e.g. 5..15")
+    if bounds[0] > bounds[1] or bounds[0] < 1:
+        fail(f"--streams {text!r}: give 1 ≤ LOW ≤ HIGH")
+    return bounds
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _text(value: float | None, form: str) -> str:
+    return "" if value is None else format(value, form)

@@ -1,0 +1,263 @@
+"""`longhaul demo`: the USN TCP study end to end, as a network engineer would run it.
+
+The embedded control plane starts in this process (SQLite, the USN topology, the emulated
+driver) behind its HTTP API. For each of the four USN loop-backs in turn, the demo asks
+the API for the highest bandwidth the loop has free and books it as soon as possible
+(earliest start: the loops share the ORNL cross-connects, so only one fits at a time);
+the job runner provisions it, the emulated driver builds the circuit, the quick campaign
+runs on it (with UDP cross-traffic on the 1,400-mile loop), and the reservation is
+cancelled, which tears the circuit down. Then the report is written, the testbed removed,
+and the report's path printed.
+
+Everything lives under the data directory's `demo/` (database, results, report, testbed
+record) with the namespace prefix `lhd-`, so a testbed or a server that is up is left
+alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from longhaul.control.client import Client, ClientConfig
+from longhaul.control.server import build
+from longhaul.control.settings import Settings
+from longhaul.db import Database, data_dir, migrate
+from longhaul.db.throwaway import free_port
+from longhaul.measure import campaign as campaigns
+from longhaul.measure.runner import Prepared, Runner, check_tools
+from longhaul.measure.store import ResultsStore
+from longhaul.testbed import Testbed, netns
+from longhaul.testbed.plan import miles_label
+
+QUICK = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-quick.toml"
+LOOP_ENDS = ("ornl-e300:1/0", "ornl-e300:1/1")
+"""The ORNL edge switch's host ports: a loop-back joins the two 10GigE hosts."""
+MARGIN = 1.4
+"""Reservations last this many times the runs' estimate (plus a minute), so a slow run
+never outlives its circuit."""
+
+
+class DemoUnavailableError(RuntimeError):
+    """This machine cannot run the demo; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """What a progress display shows: the phase, and how far the demo is in all."""
+
+    what: str
+    done_s: float
+    total_s: float
+
+
+Progress = Callable[[Phase], None]
+
+
+def home() -> Path:
+    return data_dir() / "demo"
+
+
+def preflight() -> None:
+    """Stop at once, saying what cannot run and why, unless the testbed can run here."""
+    try:
+        netns.require_privileges()
+        from longhaul.testbed import emulator  # noqa: PLC0415
+
+        emulator.binary()
+        check_tools(campaigns.parse(QUICK.read_text(), source=str(QUICK)))
+    except Exception as exc:
+        raise DemoUnavailableError(
+            f"the demo measures real TCP through the emulated testbed, and cannot here: "
+            f"{exc}. What needs no root still runs: `longhaul analyze reference`, "
+            "`longhaul slots`, `longhaul serve`."
+        ) from exc
+
+
+def run(progress: Progress | None = None) -> Path:
+    """The whole study; the report's path."""
+    preflight()
+    folder = home()
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    os.environ["LONGHAUL_TESTBED_PREFIX"] = "lhd-"
+    os.environ["LONGHAUL_TESTBED_DIR"] = str(folder / "testbed")
+    spec = campaigns.parse(QUICK.read_text(), source=str(QUICK))
+    testbed = Testbed()
+    say = progress or (lambda _phase: None)
+    try:
+        with _control_plane(folder) as client:
+            store = ResultsStore(_database(folder))
+            runner = Runner(store, testbed, folder / "results")
+            _study(spec, client, testbed, runner, say)
+        say(Phase("writing the report", 1, 1))
+        from longhaul.report import write_report  # noqa: PLC0415
+
+        return write_report(store.frame(spec.name), folder / "report", spec.name, reference=True)
+    finally:
+        say(Phase("removing the testbed", 1, 1))
+        testbed.down(everything=True)
+
+
+def _study(
+    spec: campaigns.Campaign, client: Client, testbed: Testbed, runner: Runner, say: Progress
+) -> None:
+    loops = [testbed.topology.loops[n] for n in _loop_names(testbed, spec.loops_miles)]
+    plans = []
+    for view in loops:
+        connection = campaigns.Connection(
+            f"loop {miles_label(view.length_miles)} mi", view.length_miles, view.rtt_ms
+        )
+        plans.append((view, connection, campaigns.runs(spec, [connection])))
+    total = sum(campaigns.estimate_s(runs) + 20 for _, _, runs in plans)
+    done = 0.0
+    for view, connection, runs in plans:
+        at = _offset(say, done, total)
+        _measure_loop(spec, client, testbed, runner, view.name, connection, runs, at)
+        done += campaigns.estimate_s(runs) + 20
+
+
+def _offset(say: Progress, base_s: float, total_s: float) -> Callable[[str, float], None]:
+    def report(what: str, at_s: float) -> None:
+        say(Phase(what, base_s + at_s, total_s))
+
+    return report
+
+
+def _measure_loop(
+    spec: campaigns.Campaign,
+    client: Client,
+    testbed: Testbed,
+    runner: Runner,
+    loop: str,
+    connection: campaigns.Connection,
+    runs: list[campaigns.Run],
+    say: Callable[[str, float], None],
+) -> None:
+    """Reserve one loop, wait for its circuit, run its part of the campaign, cancel."""
+    say(f"{connection.name}: reserving the loop", 0)
+    reservation = _reserve(client, loop, MARGIN * campaigns.estimate_s(runs) + 60)
+    try:
+        say(f"{connection.name}: reservation {reservation}, provisioning", 0)
+        circuit = _wait_for_circuit(client, testbed, reservation)
+        prepared = Prepared(spec, runs, {connection.name: circuit}, made_loops=[])
+        runner.run(
+            prepared,
+            resume=True,
+            progress=lambda what, at_s, _all: say(f"{connection.name}: {what}", at_s),
+        )
+    finally:
+        client.cancel(reservation)
+        _wait_for(lambda: client.get(reservation)["state"] in ("cancelled", "finished"))
+
+
+def _loop_names(testbed: Testbed, miles: tuple[float, ...]) -> list[str]:
+    names = []
+    for length in miles:
+        view = min(testbed.topology.loops.values(), key=lambda v: abs(v.length_miles - length))
+        names.append(view.name)
+    return names
+
+
+def _reserve(client: Client, loop: str, duration_s: float) -> int:
+    """Book the loop at the most it has free, as soon as possible; the reservation."""
+    now = datetime.now(UTC)
+    src, dst = LOOP_ENDS
+    widest = client.availability(
+        "max-bandwidth",
+        src=src,
+        dst=dst,
+        loop=loop,
+        start=now.isoformat(),
+        end=(now + timedelta(seconds=duration_s)).isoformat(),
+    )
+    made = client.create(
+        {
+            "src": _end(src),
+            "dst": _end(dst),
+            "loop": loop,
+            "bandwidth_mbps": widest["bandwidth_mbps"],
+            "start": "asap",
+            "not_before": now.isoformat(),
+            "duration": round(duration_s),
+            "description": f"longhaul demo: the quick USN TCP study on {loop}",
+        }
+    )
+    return int(made["id"])
+
+
+def _end(text: str) -> dict[str, str]:
+    node, _, port = text.partition(":")
+    return {"node": node, "port": port}
+
+
+def _wait_for_circuit(client: Client, testbed: Testbed, reservation: int) -> Any:
+    def active() -> Any:
+        state = client.get(reservation)["state"]
+        if state == "failed":
+            history = client.history(reservation)
+            raise RuntimeError(f"reservation {reservation} failed: {history[-1]['reason']}")
+        return state == "active" and testbed.circuit_of(f"reservation {reservation}")
+
+    return _wait_for(active, timeout_s=120)
+
+
+def _wait_for(condition: Callable[[], Any], timeout_s: float = 60) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise RuntimeError(f"gave up waiting after {timeout_s:g} s")
+
+
+def _database(folder: Path) -> Database:
+    db = Database(f"sqlite:///{folder}/longhaul.db")
+    migrate(db.engine)
+    return db
+
+
+@contextmanager
+def _control_plane(folder: Path) -> Iterator[Client]:
+    """`longhaul serve --driver emulated` in this process, and a client signed in to it."""
+    settings = Settings(
+        db_url=f"sqlite:///{folder}/longhaul.db",
+        driver="emulated",
+        home=folder,
+        port=free_port(),
+        job_interval_s=1.0,
+    )
+    service, _runner, app = build(settings)
+    _user, token = service.add_user("demo", admin=True)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, name="longhaul-demo-server", daemon=True)
+    thread.start()
+    url = f"http://{settings.host}:{settings.port}"
+    with Client(ClientConfig(server=url, token=token)) as client:
+        _wait_for(lambda: _answers(client), timeout_s=30)
+        try:
+            yield client
+        finally:
+            server.should_exit = True
+            thread.join(timeout=15)
+
+
+def _answers(client: Client) -> bool:
+    try:
+        client.reservations(limit=1)
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,250 @@
+"""The USN figures, drawn with matplotlib from a results table (rows.COLUMNS).
+
+Each function returns a figure and its caption (what it shows, from which source, with
+which parameters), or None when the table holds nothing for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display, the same on every machine
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from longhaul.analysis import jitter, profiles
+from longhaul.testbed.plan import miles_label
+
+
+@dataclass(frozen=True)
+class EchoSamples:
+    """The RTT samples of one jitter-suite setting, all repetitions together."""
+
+    length_miles: float
+    variant: str
+    message_bytes: int
+    samples_ms: list[float]
+    rows: pd.DataFrame
+
+
+def echo_samples(frame: pd.DataFrame) -> list[EchoSamples]:
+    """The echo_jitter runs grouped by length, variant and message size (those with
+    samples), in that order."""
+    rows = frame[frame["test"] == "echo_jitter"]
+    found = []
+    for key, group in rows.groupby(["length_miles", "variant", "message_bytes"]):
+        miles, variant, size = cast(tuple[float, str, int], key)
+        samples = [s for extra in group["extra"] for s in (extra or {}).get("rtt_samples_ms", [])]
+        if samples:
+            found.append(EchoSamples(float(miles), str(variant), int(size), samples, group))
+    return found
+
+
+@dataclass(frozen=True)
+class Drawn:
+    name: str
+    """The file name (without extension) and the anchor in the report."""
+    title: str
+    caption: str
+    figure: Figure
+
+
+def _sources(frame: pd.DataFrame) -> str:
+    return ", ".join(sorted(frame["source"].dropna().unique())) or "no rows"
+
+
+def _tcp(frame: pd.DataFrame) -> pd.DataFrame:
+    tcp = frame[(frame["test"] == "tcp_throughput") & (frame["cross_traffic_gbps"] == 0)]
+    return tcp.dropna(subset=["throughput_gbps", "streams", "length_miles"])
+
+
+def distance_profiles(frame: pd.DataFrame) -> list[Drawn]:
+    """T(d, n) per congestion control: a heatmap over (length, streams)."""
+    tcp = _tcp(frame)
+    drawn = []
+    for cc, rows in tcp.groupby("cc"):
+        table = profiles.distance_profile(rows)
+        figure, axes = plt.subplots(figsize=(7, 3.2), layout="constrained")
+        _heatmap(axes, table, "streams n", "length (miles)", figure)
+        axes.set_title(f"Distance profile T(d, n), {cc}")
+        reps = rows["repetition"].nunique()
+        caption = (
+            f"Mean throughput (Gb/s) over {reps} repetition(s) for each connection "
+            f"length and number of parallel streams; {cc}; source: {_sources(rows)}."
+        )
+        drawn.append(Drawn(f"distance-{cc}", f"Distance profile, {cc}", caption, figure))
+    return drawn
+
+
+def stability_profiles(frame: pd.DataFrame) -> list[Drawn]:
+    """T(d, n) repetition by repetition at each length: a heatmap over (repetition, n)."""
+    tcp = _tcp(frame)
+    drawn = []
+    for key, rows in tcp.groupby(["cc", "length_miles"]):
+        cc, miles = cast(tuple[str, float], key)
+        if rows["repetition"].nunique() < 2:
+            continue
+        table = profiles.stability_profile(rows, float(miles))
+        figure, axes = plt.subplots(figsize=(7, 2.6), layout="constrained")
+        _heatmap(axes, table, "streams n", "repetition", figure)
+        label = miles_label(float(miles))
+        axes.set_title(f"Stability profile at {label} miles, {cc}")
+        caption = (
+            f"Throughput (Gb/s) of each repetition and number of streams at {label} "
+            f"miles; {cc}; source: {_sources(rows)}."
+        )
+        drawn.append(
+            Drawn(f"stability-{cc}-{_slug(miles)}", f"Stability, {cc}, {label} mi", caption, figure)
+        )
+    return drawn
+
+
+def throughput_by_length(
+    frame: pd.DataFrame, published: pd.DataFrame | None, streams: tuple[int, int]
+) -> Drawn | None:
+    """T̄(d) per congestion control, with published USN values beside it."""
+    tcp = _tcp(frame)
+    if tcp.empty:
+        return None
+    figure, axes = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    for cc, rows in tcp.groupby("cc"):
+        means = profiles.mean_over_streams(rows, streams)
+        axes.errorbar(
+            means["length_miles"],
+            means["mean_gbps"],
+            yerr=means["std_gbps"],
+            marker="o",
+            capsize=3,
+            label=f"{cc} ({_sources(rows)})",
+        )
+    if published is not None and not published.empty:
+        for cc, rows in published.groupby("cc"):
+            axes.plot(
+                rows["miles"],
+                rows["avg_gbps"],
+                linestyle="--",
+                marker="s",
+                alpha=0.6,
+                label=f"{cc} (published, USN hosts)",
+            )
+    axes.set_xlabel("connection length (miles)")
+    axes.set_ylabel("throughput (Gb/s)")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    low, high = streams
+    caption = (
+        f"T̄(d): mean throughput over n = {low}..{high} streams (those measured) and "
+        f"the repetitions, with one standard deviation; source: {_sources(tcp)}."
+    )
+    if published is not None and not published.empty:
+        caption += (
+            " Dashed: the published USN profiles (BIC and HTCP on the 2008 hosts, "
+            "measured), for comparison."
+        )
+    return Drawn("throughput-by-length", "Throughput against length", caption, figure)
+
+
+def cross_traffic(frame: pd.DataFrame) -> Drawn | None:
+    """Throughput against the rate of UDP cross-traffic, per length and stream count."""
+    rows = frame[frame["test"] == "tcp_throughput"].dropna(subset=["throughput_gbps"])
+    crossed_lengths = rows[rows["cross_traffic_gbps"] > 0]["length_miles"].unique()
+    rows = rows[rows["length_miles"].isin(crossed_lengths)]
+    if rows.empty:
+        return None
+    table = profiles.cross_traffic_profile(rows)
+    figure, axes = plt.subplots(figsize=(7, 3.4), layout="constrained")
+    for key, group in table.groupby(["length_miles", "streams"]):
+        miles, streams = cast(tuple[float, int], key)
+        axes.plot(
+            group["cross_traffic_gbps"],
+            group["mean_gbps"],
+            marker="o",
+            label=f"{miles_label(float(miles))} mi, n = {int(streams)}",
+        )
+    axes.set_xlabel("UDP cross-traffic (Gb/s)")
+    axes.set_ylabel("TCP throughput (Gb/s)")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    caption = (
+        "Cross-traffic profile: TCP throughput while real UDP from the cross-traffic "
+        "host crosses the same circuit at each rate (no cross-traffic at 0); source: "
+        f"{_sources(rows)}."
+    )
+    return Drawn("cross-traffic", "Cross-traffic profile", caption, figure)
+
+
+def jitter_histograms(frame: pd.DataFrame) -> list[Drawn]:
+    """RTT samples of the jitter suite: per length, a histogram per variant and size."""
+    by_length: dict[float, list[EchoSamples]] = {}
+    for echo in echo_samples(frame):
+        by_length.setdefault(echo.length_miles, []).append(echo)
+    drawn = []
+    for miles, settings in by_length.items():
+        figure, axes_list = plt.subplots(
+            1,
+            len(settings),
+            figsize=(3.2 * len(settings), 2.8),
+            layout="constrained",
+            squeeze=False,
+        )
+        for axes, echo in zip(axes_list[0], settings, strict=True):
+            stats = jitter.statistics(echo.samples_ms)
+            axes.hist(echo.samples_ms, bins=jitter.bins(echo.samples_ms), color="#2b6cb0")
+            axes.set_title(f"{echo.variant}, {echo.message_bytes:,} B", fontsize=9)
+            axes.set_xlabel("RTT (ms)", fontsize=8)
+            axes.text(
+                0.98,
+                0.95,
+                f"std {stats.std_pct:.2f} %\nrange {stats.range_pct:.2f} %",
+                transform=axes.transAxes,
+                ha="right",
+                va="top",
+                fontsize=7,
+            )
+        label = miles_label(miles)
+        rows = pd.concat([echo.rows for echo in settings])
+        caption = (
+            f"Jitter suite at {label} miles: round-trip times of TCP exchanges, the "
+            "message echoed back (echo) or a size asked for and sent back (size); std "
+            f"and range as % of the mean; source: {_sources(rows)}."
+        )
+        drawn.append(Drawn(f"jitter-{_slug(miles)}", f"Jitter, {label} mi", caption, figure))
+    return drawn
+
+
+def _slug(miles: float) -> str:
+    """A file name and anchor for a length: `0.2`, `1400` (no commas in URLs)."""
+    return miles_label(miles).replace(",", "")
+
+
+def _heatmap(axes: Axes, table: pd.DataFrame, x: str, y: str, figure: Figure) -> None:
+    values = table.to_numpy(dtype=float)
+    image = axes.imshow(values, aspect="auto", cmap="viridis", origin="lower")
+    axes.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
+    names = [miles_label(float(i)) if y.startswith("length") else str(i) for i in table.index]
+    axes.set_yticks(range(len(table.index)), names)
+    axes.set_xlabel(x)
+    axes.set_ylabel(y)
+    low, high = np.nanmin(values), np.nanmax(values)
+    for (row, column), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            axes.text(
+                column,
+                row,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                # Dark cells of viridis need light text.
+                color="white" if value - low < (high - low) / 2 else "black",
+            )
+    figure.colorbar(image, ax=axes, label="Gb/s")

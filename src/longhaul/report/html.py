@@ -1,0 +1,148 @@
+"""Writing a report: figures to PNG and SVG, tables, all into one HTML page."""
+
+from __future__ import annotations
+
+import io
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from longhaul import __version__
+from longhaul.analysis import jitter, profiles, reference
+from longhaul.report import figures
+from longhaul.report.figures import Drawn
+from longhaul.testbed.plan import miles_label
+
+STREAMS_RANGE = (5, 15)
+"""USN averaged over n = 5..15 streams; where fewer were measured, over those there are."""
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("longhaul.report", "templates"),
+    autoescape=jinja2.select_autoescape(["html"]),
+)
+
+
+def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bool = True) -> Path:
+    """Write `folder/index.html` (and a PNG and an SVG of each figure); its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    published = _published_profiles() if reference else None
+    streams = _streams_range(frame)
+    drawn: list[Drawn] = [
+        *figures.distance_profiles(frame),
+        *figures.stability_profiles(frame),
+        *[d for d in (figures.throughput_by_length(frame, published, streams),) if d],
+        *[d for d in (figures.cross_traffic(frame),) if d],
+        *figures.jitter_histograms(frame),
+    ]
+    shown = [_save(d, folder) for d in drawn]
+    page = _TEMPLATES.get_template("report.html").render(
+        campaign=campaign,
+        written=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+        rows=len(frame),
+        sources=sorted(frame["source"].dropna().unique()) if len(frame) else [],
+        figures=shown,
+        tables=_tables(frame, streams),
+        published=None if published is None else published.to_dict("records"),
+        rtts=_rtt_table(frame),
+        jitter=_jitter_table(frame),
+    )
+    path = folder / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _save(drawn: Drawn, folder: Path) -> dict[str, str]:
+    drawn.figure.savefig(folder / f"{drawn.name}.png", dpi=130)
+    drawn.figure.savefig(folder / f"{drawn.name}.svg")
+    svg = io.StringIO()
+    drawn.figure.savefig(svg, format="svg")
+    plt.close(drawn.figure)
+    text = svg.getvalue()
+    inline = text[text.index("<svg") :]  # without the XML prolog, to sit inside HTML
+    return {"name": drawn.name, "title": drawn.title, "caption": drawn.caption, "svg": inline}
+
+
+def _streams_range(frame: pd.DataFrame) -> tuple[int, int]:
+    measured = sorted(frame["streams"].dropna().unique())
+    low, high = STREAMS_RANGE
+    inside = [int(n) for n in measured if low <= n <= high]
+    if inside:
+        return inside[0], inside[-1]
+    return (int(measured[0]), int(measured[-1])) if measured else STREAMS_RANGE
+
+
+def _tables(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, Any]]:
+    """Per congestion control: T̄ and its std at each length, and the DPM."""
+    tcp = frame[(frame["test"] == "tcp_throughput") & (frame["cross_traffic_gbps"] == 0)]
+    tcp = tcp.dropna(subset=["throughput_gbps", "streams", "length_miles"])
+    tables = []
+    for cc, rows in tcp.groupby("cc"):
+        means = profiles.mean_over_streams(rows, streams)
+        dpm = profiles.decrease_per_mile(means)
+        lines = []
+        for entry in means.to_dict("records"):
+            miles = float(entry["length_miles"])
+            lines.append(
+                {
+                    "miles": miles_label(miles),
+                    "mean_gbps": f"{entry['mean_gbps']:.2f}",
+                    "std_mbps": f"{entry['std_gbps'] * 1000:.2f}",
+                    "dpm": _dpm_text(dpm.get(miles)),
+                }
+            )
+        tables.append(
+            {
+                "cc": cc,
+                "streams": f"{streams[0]}..{streams[1]}",
+                "sources": ", ".join(sorted(rows["source"].unique())),
+                "lines": lines,
+                "average_dpm": _dpm_text(profiles.average_dpm(dpm)),
+            }
+        )
+    return tables
+
+
+def _dpm_text(value: float | None) -> str:
+    return "" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def _rtt_table(frame: pd.DataFrame) -> list[dict[str, str]]:
+    rows = frame[frame["test"] == "rtt"].dropna(subset=["rtt_ms"])
+    found = []
+    for miles, group in rows.groupby("length_miles"):
+        found.append(
+            {
+                "miles": miles_label(float(str(miles))),
+                "rtt_ms": f"{group['rtt_ms'].mean():.3f}",
+                "mdev_ms": f"{group['rtt_std_ms'].mean():.3f}",
+                "sources": ", ".join(sorted(group["source"].unique())),
+            }
+        )
+    return found
+
+
+def _jitter_table(frame: pd.DataFrame) -> list[dict[str, str]]:
+    found = []
+    for echo in figures.echo_samples(frame):
+        stats = jitter.statistics(echo.samples_ms)
+        found.append(
+            {
+                "miles": miles_label(echo.length_miles),
+                "variant": echo.variant,
+                "size": f"{echo.message_bytes:,}",
+                "mean_ms": f"{stats.mean_ms:.3f}",
+                "range_pct": f"{stats.range_pct:.2f}",
+                "std_pct": f"{stats.std_pct:.2f}",
+            }
+        )
+    return found
+
+
+def _published_profiles() -> pd.DataFrame:
+    return reference.tcp_profiles()

@@ -1,0 +1,114 @@
+"""`longhaul analyze`, `longhaul report` and `longhaul demo` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+
+from longhaul.db import Database, migrate
+from longhaul.measure.rows import Row, Source
+from longhaul.measure.store import ResultsStore
+
+
+@pytest.fixture
+def campaign_db(tmp_path):
+    """A SQLite file with a small cubic-and-reno campaign over three lengths."""
+    path = tmp_path / "results.db"
+    db = Database(f"sqlite:///{path}")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    cid = store.open_campaign("study")
+    runs = [
+        (f"{cc}-{miles}-{n}-{rep}", _row(cc, miles, n, rep))
+        for cc in ("cubic", "reno")
+        for miles in (0.2, 1400.2, 8600.0)
+        for n in (1, 5, 10, 15)
+        for rep in (0, 1)
+    ]
+    store.add_many(cid, runs)
+    db.dispose()
+    return path
+
+
+def _row(cc: str, miles: float, streams: int, repetition: int) -> Row:
+    slope = 0.2 if cc == "cubic" else 0.4  # Gb/s lost per 1,000 miles
+    return Row(
+        campaign="study",
+        test="tcp_throughput",
+        tool="iperf3",
+        source=Source.EMULATED,
+        connection=f"loop {miles} mi",
+        length_miles=miles,
+        repetition=repetition,
+        started_at=datetime(2030, 1, 7, 9, tzinfo=UTC),
+        cc=cc,
+        streams=streams,
+        throughput_gbps=9.0 - slope * miles / 1000 + 0.01 * repetition,
+    )
+
+
+def test_reference_json_says_whether_all_is_within_rounding(cli):
+    result = cli("analyze", "reference", "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert isinstance(found["all_within_rounding"], bool)
+    figures = [f for entry in found["tables"].values() for f in entry["figures"]]
+    assert len(figures) == 20
+    assert found["all_within_rounding"] == all(f["within_rounding"] for f in figures)
+
+
+def test_reference_table_names_each_figure_that_misses(cli):
+    result = cli("analyze", "reference")
+    assert result.returncode == 0, result.stderr
+    assert "Published figures recomputed" in result.stdout
+    assert "not within rounding" in result.stdout or "all within rounding" in result.stdout
+
+
+def test_profile_prints_mean_and_dpm_per_length(cli, campaign_db):
+    result = cli("analyze", "profile", "study", "--db", str(campaign_db), "--json")
+    assert result.returncode == 0, result.stderr
+    found = {p["cc"]: p for p in json.loads(result.stdout)["profiles"]}
+    assert set(found) == {"cubic", "reno"}
+    cubic = {line["length_miles"]: line for line in found["cubic"]["lengths"]}
+    # 0.2 Gb/s per 1,000 miles is 0.2 Mb/s per mile, whatever the stream count.
+    assert cubic[8600.0]["dpm_mbps_per_mile"] == pytest.approx(0.2, rel=1e-3)
+    table = cli("analyze", "profile", "study", "--db", str(campaign_db))
+    assert "8,600" in table.stdout and "average" in table.stdout
+
+
+def test_compare_finds_the_better_connection(cli, campaign_db):
+    result = cli("analyze", "compare", "study", "cubic", "reno", "--db", str(campaign_db))
+    assert result.returncode == 0, result.stderr
+    assert "cubic better" in result.stdout
+
+
+def test_unknown_campaign_is_a_clear_error(cli, campaign_db):
+    result = cli("analyze", "profile", "nosuch", "--db", str(campaign_db))
+    assert result.returncode != 0
+    assert "no campaign named 'nosuch'" in result.stderr and "study" in result.stderr
+
+
+def test_report_writes_the_page(cli, campaign_db, tmp_path):
+    out = tmp_path / "report"
+    result = cli("report", "study", "--db", str(campaign_db), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("index.html")
+    assert (out / "index.html").exists() and (out / "distance-cubic.svg").exists()
+
+
+def test_demo_without_root_says_what_it_cannot_run(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    result = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-m", "longhaul", "demo"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "LONGHAUL_HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "cannot here" in result.stderr and "root" in result.stderr
+    assert "longhaul analyze reference" in result.stderr

@@ -1,0 +1,92 @@
+"""The HTML report from a campaign's rows: every USN figure and table there is data for,
+PNG and SVG beside the page, and a page that needs nothing from the network."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from longhaul.measure.rows import COLUMNS, Row, Source
+from longhaul.report import write_report
+
+LENGTHS = (0.2, 1400.2, 6600.0, 8600.0)
+
+
+def tcp(miles: float, streams: int, repetition: int, cross: float = 0.0) -> Row:
+    return Row(
+        campaign="study",
+        test="tcp_throughput",
+        tool="iperf3",
+        source=Source.EMULATED,
+        connection=f"loop {miles} mi",
+        length_miles=miles,
+        repetition=repetition,
+        started_at=datetime(2030, 1, 7, 9, tzinfo=UTC),
+        cc="cubic",
+        streams=streams,
+        cross_traffic_gbps=cross,
+        throughput_gbps=9.0 - miles / 2000 + 0.05 * streams - cross / 2 + 0.01 * repetition,
+    )
+
+
+def echo(variant: str, size: int) -> Row:
+    return Row(
+        campaign="study",
+        test="echo_jitter",
+        tool="echo",
+        source=Source.EMULATED,
+        connection="loop 1,400 mi",
+        length_miles=1400.2,
+        repetition=0,
+        started_at=datetime(2030, 1, 7, 9, tzinfo=UTC),
+        message_bytes=size,
+        variant=variant,
+        extra={"rtt_samples_ms": [26.8 + 0.01 * (i % 7) for i in range(50)]},
+    )
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    rows = [tcp(m, n, r) for m in LENGTHS for n in (1, 2, 4, 8) for r in (0, 1)]
+    rows += [tcp(1400.2, 4, 0, cross) for cross in (1.0, 2.0, 4.0)]
+    rows += [echo(v, s) for v in ("echo", "size") for s in (64, 65536)]
+    return pd.DataFrame([r.as_dict() for r in rows], columns=list(COLUMNS))
+
+
+def test_the_report_has_every_figure_with_png_and_svg(frame, tmp_path):
+    page = write_report(frame, tmp_path / "out", "study")
+    html = page.read_text()
+    names = {p.stem for p in page.parent.glob("*.png")}
+    assert names == {p.stem for p in page.parent.glob("*.svg")}
+    assert {"distance-cubic", "throughput-by-length", "cross-traffic", "jitter-1400"} <= names
+    assert {f"stability-cubic-{m}" for m in ("0.2", "1400", "6600", "8600")} <= names
+    assert not [n for n in names if "," in n or " " in n]
+    for name in names:
+        assert f'id="{name}"' in html
+
+
+def test_the_page_is_self_contained_and_captioned(frame, tmp_path):
+    html = write_report(frame, tmp_path, "study").read_text()
+    # Figures are inlined, so the page opens offline and can be mailed on its own.
+    assert not re.search(r'(src|href)="https?://', html)
+    assert "data:image/png;base64," in html or "<svg" in html
+    assert "source: emulated" in html
+    for heading in ("T̄", "DPM", "Jitter"):
+        assert heading in html
+    assert "8,600" in html and "1,400" in html
+
+
+def test_published_values_are_shown_only_when_asked(frame, tmp_path):
+    with_published = write_report(frame, tmp_path / "a", "study").read_text()
+    without = write_report(frame, tmp_path / "b", "study", reference=False).read_text()
+    assert "published" in with_published.lower()
+    assert "BIC" in with_published and "BIC" not in without
+
+
+def test_a_campaign_with_only_jitter_rows_still_reports(frame, tmp_path):
+    only_echo = frame[frame["test"] == "echo_jitter"]
+    html = write_report(only_echo, tmp_path, "study").read_text()
+    assert "jitter-1400" in html and "distance-cubic" not in html
