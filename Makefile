@@ -7,7 +7,7 @@ UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --locked --quiet
 CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
 
-.PHONY: help setup setup-test demo test lint test-rust test-python bench clean
+.PHONY: help setup setup-test demo test lint test-rust test-python bench sim-validate clean
 
 help:
 	@echo "make setup   install what longhaul needs (uv, Python packages, the Rust extension)"
@@ -15,6 +15,7 @@ help:
 	@echo "make test    every check: rustfmt, clippy, cargo test, ruff, mypy, pytest"
 	@echo "make lint    formatting and static checks only"
 	@echo "make bench   the benchmarks, as JSON (bench wan needs root)"
+	@echo "make sim-validate  longhaul-sim against ns-3, the kernel and USN's profiles (JSON)"
 
 setup:
 	@scripts/setup.sh
@@ -46,6 +47,12 @@ bench: setup
 	$(RUN) longhaul bench paths --json
 	$(RUN) longhaul bench api --json
 	$(RUN) longhaul bench wan --json
+	$(RUN) longhaul bench sim --json
+
+# ns-3 is installed for this alone; its answers are cached, the first run takes long.
+sim-validate: setup
+	@scripts/setup.sh --ns3
+	$(RUN) longhaul sim validate --json
 
 clean:
 	rm -rf .venv target .pytest_cache .mypy_cache .ruff_cache .hypothesis src/longhaul/*.so

@@ -45,9 +45,18 @@ if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# The link emulator, longhaul-wan: a release build (a debug one cannot keep up).
-say "building longhaul-wan (cargo build --release)"
-cargo build --release --locked --quiet -p longhaul-wan
+# The link emulator and the simulator: release builds (a debug emulator cannot keep up,
+# a debug simulator runs ten times slower).
+say "building longhaul-wan and longhaul-sim (cargo build --release)"
+cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim
+
+# ns-3, only for `longhaul sim validate` (make sim-validate): Debian's libns3-dev and g++.
+if [ "${1:-}" = "--ns3" ] && [ ! -f /usr/include/ns3/core-module.h ]; then
+    [ "$(id -u)" = 0 ] || die "the validation needs ns-3: run as root, or apt-get install libns3-dev"
+    say "installing libns3-dev (apt-get)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libns3-dev >/dev/null
+fi
 
 # System packages for the tests: a PostgreSQL server (the control-plane suite runs on
 # SQLite and on PostgreSQL) and Chromium (the web pages' end-to-end tests).

@@ -70,7 +70,22 @@ def test_the_estimate_grows_with_length_and_streams():
         ),
         (
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\ncc = ["bic"]',
-            "tests[0].cc: 'bic' is not one of cubic, reno, bbr",
+            "tests[0].cc: the kernel offers only cubic, reno, bbr; bic needs tool = 'sim'",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
+            'tool = "sim"\ncc = ["bbr"]',
+            "tests[0].cc: the simulator does not model bbr",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
+            'host = "usn-type-3"',
+            "tests[0].host: only tool = 'sim' takes it",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
+            'tool = "sim"\nhost = "cray"',
+            "tests[0].host: 'cray' is not one of usn-type-1",
         ),
         (
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\nstreams = [0]',

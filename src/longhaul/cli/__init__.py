@@ -14,6 +14,7 @@ from longhaul.cli import (
     control,
     report,
     reservations,
+    sim,
     slots,
     testbed,
     topology,
@@ -37,6 +38,7 @@ app.add_typer(campaign.app, name="campaign")
 app.add_typer(campaign.results_app, name="results")
 app.add_typer(bench.app, name="bench")
 app.add_typer(analyze.app, name="analyze")
+app.add_typer(sim.app, name="sim")
 app.command(name="slots")(slots.slots)
 app.command(name="report")(report.report)
 app.command(name="demo")(report.demo)

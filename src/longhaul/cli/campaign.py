@@ -4,7 +4,7 @@ import their results."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -14,6 +14,10 @@ from longhaul.cli.common import console, err_console, fail, load_or_usn, note, p
 
 app = typer.Typer(help="Measurement campaigns on the emulated testbed.", no_args_is_help=True)
 results_app = typer.Typer(help="Measurement results: list, export, import.", no_args_is_help=True)
+
+if TYPE_CHECKING:
+    from longhaul.measure.campaign import Campaign, Run
+    from longhaul.topology import Topology
 
 DbOption = Annotated[
     str | None,
@@ -55,11 +59,26 @@ def run(
     ] = False,
     db: DbOption = None,
     topology: Annotated[Path | None, typer.Option(help="Topology TOML file. Default: USN.")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Simulated campaigns: simulators side by side (default: one per core).", min=1
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            help="Simulated campaigns: run on a Dask cluster (tcp://host:8786), or "
+            "'local' for a LocalCluster."
+        ),
+    ] = None,
 ) -> None:
-    """Run a campaign on the emulated testbed (needs root), storing each run as it ends."""
+    """Run a campaign on the emulated testbed (needs root), or on the simulator when its
+    tests use tool = "sim" (no root), storing each run as it ends."""
     from longhaul.db import data_dir  # noqa: PLC0415
     from longhaul.measure import campaign as campaigns  # noqa: PLC0415
     from longhaul.measure import runner  # noqa: PLC0415
+    from longhaul.sim import campaign as simulated  # noqa: PLC0415
     from longhaul.testbed import Testbed, TestbedError, TestbedUnavailableError  # noqa: PLC0415
 
     if resume and fresh:
@@ -68,6 +87,9 @@ def run(
     testbed = Testbed(load_or_usn(topology))
     connections = runner.plan_connections(spec, testbed)
     planned = campaigns.runs(spec, connections)
+    if simulated.is_simulated(spec):
+        _simulate(spec, planned, testbed.topology, db, resume, fresh, yes, workers, scheduler)
+        return
     estimate = campaigns.estimate_s(planned)
     note(
         f"{spec.name}: {len(planned)} runs on {len(connections)} connection(s), "
@@ -92,6 +114,49 @@ def run(
             )
     except (TestbedError, TestbedUnavailableError) as exc:
         fail(str(exc), code=1)
+    console.print(f"{spec.name}: {ran} run(s) stored. `longhaul report {spec.name}` draws them.")
+
+
+def _simulate(
+    spec: Campaign,
+    planned: list[Run],
+    topology: Topology,
+    db: str | None,
+    resume: bool,
+    fresh: bool,
+    yes: bool,
+    workers: int | None,
+    scheduler: str | None,
+) -> None:
+    import os  # noqa: PLC0415
+
+    from longhaul.db import data_dir  # noqa: PLC0415
+    from longhaul.measure import campaign as campaigns  # noqa: PLC0415
+    from longhaul.sim import campaign as simulated  # noqa: PLC0415
+    from longhaul.sim import runner as sim_runner  # noqa: PLC0415
+
+    try:
+        sim_runner.binary()
+    except sim_runner.SimUnavailableError as exc:
+        fail(str(exc), code=1)
+    parallel = 1 if scheduler else workers or os.cpu_count() or 1
+    estimate = campaigns.estimate_s(planned) / parallel
+    note(f"{spec.name}: {len(planned)} simulated runs, about {_minutes(estimate)} of simulation.")
+    if estimate > campaigns.LONG_CAMPAIGN_S and not yes:
+        fail(f"this campaign would run for about {_minutes(estimate)}: give --yes to run it")
+    store = _store(db)
+    if fresh:
+        store.forget(spec.name)
+    with _progress() as bar:
+        task = bar.add_task("simulating", total=len(planned))
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        ran = simulated.run_campaign(
+            spec, planned, topology, store, data_dir() / "results", resume=resume,
+            workers=workers, scheduler=scheduler, progress=progress,
+        )  # fmt: skip
     console.print(f"{spec.name}: {ran} run(s) stored. `longhaul report {spec.name}` draws them.")
 
 

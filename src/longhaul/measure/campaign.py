@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longhaul.errors import InputError
+from longhaul.sim.scenarios import DEFAULT_HOST, HOST_PRESETS, SIM_CC
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Param:
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    """Only these tools take it (empty: every tool of the test)."""
 
 
 @dataclass(frozen=True)
@@ -60,22 +63,25 @@ class TestKind:
 
 _COMMON = (Param("repetitions", int, 1, grid=False, low=1, high=1000),)
 _CC = ("cubic", "reno", "bbr")
+"""What the kernel offers (iperf3 -C)."""
 
 TESTS: dict[str, TestKind] = {
     t.name: t
     for t in (
         TestKind(
             "tcp_throughput",
-            ("iperf3",),
+            ("iperf3", "sim"),
             (
-                Param("cc", str, ["cubic"], grid=True, choices=_CC),
+                Param("cc", str, ["cubic"], grid=True, choices=tuple(dict.fromkeys(_CC + SIM_CC))),
                 Param("streams", int, [1], grid=True, low=1, high=128),
                 Param("cross_traffic_gbps", float, [0.0], grid=True, low=0, high=40),
                 Param("duration_s", float, 10.0, grid=False, low=1, high=3600),
                 Param("warmup_s", float, 2.0, grid=False, low=0, high=600),
+                Param("host", str, DEFAULT_HOST, grid=False, choices=HOST_PRESETS, tools=("sim",)),
+                Param("loss_per_mile", float, 0.0, grid=False, low=0, high=1e-4, tools=("sim",)),
                 *_COMMON,
             ),
-            "TCP goodput (iperf3 -C cc -P streams), warm-up left out",
+            "TCP goodput (iperf3 -C cc -P streams, or the simulator), warm-up left out",
         ),
         TestKind(
             "udp_throughput",
@@ -111,8 +117,11 @@ TESTS: dict[str, TestKind] = {
         ),
     )
 }
-"""Every test longhaul runs, with its tools and parameters. (The simulator joins as a
-tool of tcp_throughput when it exists.)"""
+"""Every test longhaul runs, with its tools and parameters."""
+
+SIM_REALTIME_FACTOR = 8.0
+"""Simulated seconds per wall-clock second of longhaul-sim at 10 Gb/s, rounded down from
+`longhaul bench sim` (9-11 on this machine); slower paths simulate faster."""
 
 LONG_CAMPAIGN_S = 3600.0
 """A campaign estimated longer than this needs `--yes`."""
@@ -184,6 +193,8 @@ class Run:
         """How long the run takes, set-up and wind-down included."""
         v: dict[str, float] = self.test.values
         rtt_s = self.connection.rtt_ms / 1000
+        if self.test.tool == "sim":
+            return (v["duration_s"] + v["warmup_s"]) / SIM_REALTIME_FACTOR
         if self.test.name == "tcp_throughput":
             streams: int = self.params["streams"]
             return v["duration_s"] + v["warmup_s"] + 2 + (10 + 4 * streams) * rtt_s
@@ -269,12 +280,32 @@ def _test(index: int, raw: Any, where: str, problems: list[str]) -> TestSpec | N
     loops = raw.get("loops_miles")
     only = None if loops is None else tuple(_numbers(loops, f"{where}.loops_miles", problems))
     known = {p.name for p in kind.params} | {"test", "tool", "loops_miles"}
+    for param in kind.params:
+        if param.tools and tool not in param.tools and param.name in raw:
+            problems.append(f"{where}.{param.name}: only tool = {param.tools[0]!r} takes it")
+    if "cc" in values:
+        _check_cc(str(tool), values["cc"], where, problems)
     for key in sorted(set(raw) - known):
         problems.append(
             f"{where}.{key}: {kind.name} takes no {key!r}; it takes "
             f"{', '.join(p.name for p in kind.params)}"
         )
     return TestSpec(index, kind, str(tool), values, only)
+
+
+def _check_cc(tool: str, chosen: list[Any], where: str, problems: list[str]) -> None:
+    allowed = SIM_CC if tool == "sim" else _CC
+    for cc in chosen:
+        if cc in allowed or not isinstance(cc, str):
+            continue
+        if tool == "sim":
+            problems.append(
+                f"{where}.cc: the simulator does not model {cc}; it has {', '.join(SIM_CC)}"
+            )
+        else:
+            problems.append(
+                f"{where}.cc: the kernel offers only {', '.join(_CC)}; {cc} needs tool = 'sim'"
+            )
 
 
 def _value(param: Param, value: Any, where: str, problems: list[str]) -> Any:

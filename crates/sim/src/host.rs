@@ -1,0 +1,260 @@
+//! A host: TCP endpoints behind one network interface.
+//!
+//! The interface sends at min(NIC rate, bus ceiling) and is modelled inside the host: each
+//! packet's last bit leaves at `max(now, nic free) + size / rate`, and the packet is handed
+//! to the first link with that arrival time, so the host needs no event per packet. Like
+//! Linux's TCP small queues, a sender only hands the interface a packet while less than
+//! `NIC_HORIZON_BYTES` are waiting in it; so a host slower than the path (a PCI-X bus)
+//! holds data back rather than dropping it, and its window stops growing, not collapsing.
+//!
+//! Timers are lazy: each endpoint has at most one wake-up in the event heap; when it fires
+//! early (the deadline moved later) it is re-armed, so restarting a timer on every ACK
+//! costs nothing.
+
+use std::any::Any;
+
+use crate::engine::{Ctx, Node};
+use crate::event::NodeId;
+use crate::packet::{Kind, Packet};
+use crate::tcp::receiver::TcpReceiver;
+use crate::tcp::sender::TcpSender;
+
+const PS_PER_NS: u64 = 1_000;
+const PS_PER_S: u128 = 1_000_000_000_000;
+/// How far ahead of the wire a sender may queue in the interface.
+pub const NIC_HORIZON_BYTES: u64 = 64 * 1024;
+const NIC_TOKEN: u64 = u64::MAX;
+
+pub enum Endpoint {
+    Sender(TcpSender),
+    Receiver(TcpReceiver),
+    None,
+}
+
+/// At most one pending heap event per timer.
+#[derive(Debug, Clone, Copy, Default)]
+struct LazyTimer {
+    pending_ns: Option<u64>,
+}
+
+impl LazyTimer {
+    /// Make sure a wake-up at or before `deadline` is pending; returns one to schedule.
+    fn want(&mut self, deadline: Option<u64>) -> Option<u64> {
+        let deadline = deadline?;
+        match self.pending_ns {
+            Some(p) if p <= deadline => None,
+            _ => {
+                self.pending_ns = Some(deadline);
+                Some(deadline)
+            }
+        }
+    }
+
+    /// A wake-up at `at_ns` fired; whether it is the one this timer counts on.
+    fn fired(&mut self, at_ns: u64) -> bool {
+        if self.pending_ns == Some(at_ns) {
+            self.pending_ns = None;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostCounters {
+    pub data_bytes_sent: u64,
+    pub data_bytes_received: u64,
+    pub packets_sent: u64,
+    pub packets_received: u64,
+}
+
+pub struct Host {
+    egress: NodeId,
+    rate_bps: u64,
+    nic_free_ps: u64,
+    horizon_ps: u64,
+    nic_timer: LazyTimer,
+    nic_blocked: bool,
+    endpoints: Vec<Endpoint>,
+    timers: Vec<LazyTimer>,
+    round_robin: usize,
+    counters: HostCounters,
+}
+
+impl Host {
+    /// A host sending through `egress` at `rate_bps`, with endpoints indexed by flow id.
+    pub fn new(egress: NodeId, rate_bps: u64, endpoints: Vec<Endpoint>) -> Self {
+        let horizon_ps =
+            (u128::from(NIC_HORIZON_BYTES) * 8 * PS_PER_S / u128::from(rate_bps)) as u64;
+        let n = endpoints.len();
+        Self {
+            egress,
+            rate_bps,
+            nic_free_ps: 0,
+            horizon_ps,
+            nic_timer: LazyTimer::default(),
+            nic_blocked: false,
+            endpoints,
+            timers: vec![LazyTimer::default(); n],
+            round_robin: 0,
+            counters: HostCounters::default(),
+        }
+    }
+
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    pub fn counters(&self) -> &HostCounters {
+        &self.counters
+    }
+
+    fn nic_has_room(&self, now_ns: u64) -> bool {
+        self.nic_free_ps <= now_ns * PS_PER_NS + self.horizon_ps
+    }
+
+    fn transmit(&mut self, pkt: Packet, ctx: &mut Ctx<'_>) {
+        let ser_ps = (u128::from(pkt.wire_bytes) * 8 * PS_PER_S / u128::from(self.rate_bps)) as u64;
+        self.nic_free_ps = self.nic_free_ps.max(ctx.now_ns * PS_PER_NS) + ser_ps;
+        if pkt.kind == Kind::Data {
+            self.counters.data_bytes_sent += u64::from(pkt.len);
+        }
+        self.counters.packets_sent += 1;
+        ctx.send(self.egress, pkt, self.nic_free_ps.div_ceil(PS_PER_NS));
+    }
+
+    /// The interface is full: wake when it has room again.
+    fn block_nic(&mut self, ctx: &mut Ctx<'_>) {
+        self.nic_blocked = true;
+        let at_ns = self
+            .nic_free_ps
+            .saturating_sub(self.horizon_ps)
+            .div_ceil(PS_PER_NS);
+        if let Some(at) = self.nic_timer.want(Some(at_ns.max(ctx.now_ns))) {
+            ctx.schedule(at, NIC_TOKEN);
+        }
+    }
+
+    /// Let flow `i` send what its windows allow; returns whether it sent anything.
+    fn serve(&mut self, i: usize, budget: usize, ctx: &mut Ctx<'_>) -> bool {
+        let mut sent = 0;
+        while sent < budget {
+            if !self.nic_has_room(ctx.now_ns) {
+                self.block_nic(ctx);
+                break;
+            }
+            let Endpoint::Sender(s) = &mut self.endpoints[i] else {
+                break;
+            };
+            let Some(pkt) = s.poll_transmit(ctx.now_ns) else {
+                break;
+            };
+            self.transmit(pkt, ctx);
+            sent += 1;
+        }
+        sent > 0
+    }
+
+    /// Serve every flow one packet at a time in turn until the interface fills or nobody
+    /// has anything to send.
+    fn serve_all(&mut self, ctx: &mut Ctx<'_>) {
+        self.nic_blocked = false;
+        let n = self.endpoints.len();
+        loop {
+            let mut progressed = false;
+            for k in 0..n {
+                let i = (self.round_robin + k) % n;
+                progressed |= self.serve(i, 1, ctx);
+                self.arm(i, ctx);
+                if self.nic_blocked {
+                    self.round_robin = (i + 1) % n;
+                    return;
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn arm(&mut self, i: usize, ctx: &mut Ctx<'_>) {
+        let deadline = match &self.endpoints[i] {
+            Endpoint::Sender(s) => s.poll_timeout(),
+            Endpoint::Receiver(r) => r.poll_timeout(),
+            Endpoint::None => None,
+        };
+        // A deadline already past fires now (and must be recorded as now to match).
+        if let Some(at) = self.timers[i].want(deadline.map(|d| d.max(ctx.now_ns))) {
+            ctx.schedule(at, i as u64);
+        }
+    }
+
+    /// After flow `i` changed: send if the interface is free (else its wake-up will).
+    fn after_change(&mut self, i: usize, ctx: &mut Ctx<'_>) {
+        if !self.nic_blocked {
+            self.serve(i, usize::MAX, ctx);
+        }
+        self.arm(i, ctx);
+    }
+}
+
+impl Node for Host {
+    fn on_packet(&mut self, pkt: Packet, _arrive_ns: u64, ctx: &mut Ctx<'_>) {
+        self.counters.packets_received += 1;
+        if pkt.kind == Kind::Data {
+            self.counters.data_bytes_received += u64::from(pkt.len);
+        }
+        let i = pkt.flow as usize;
+        if i >= self.endpoints.len() {
+            return;
+        }
+        match (&mut self.endpoints[i], pkt.kind) {
+            (Endpoint::Sender(s), Kind::Ack) => {
+                s.on_ack(ctx.now_ns, &pkt);
+                self.after_change(i, ctx);
+            }
+            (Endpoint::Receiver(r), Kind::Data) => {
+                if let Some(ack) = r.on_data(ctx.now_ns, &pkt) {
+                    self.transmit(ack, ctx);
+                }
+                self.arm(i, ctx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, token: u64, ctx: &mut Ctx<'_>) {
+        if token == NIC_TOKEN {
+            if self.nic_timer.fired(ctx.now_ns) {
+                self.serve_all(ctx);
+            }
+            return;
+        }
+        let i = token as usize;
+        if !self.timers[i].fired(ctx.now_ns) {
+            return;
+        }
+        match &mut self.endpoints[i] {
+            Endpoint::Sender(s) => {
+                s.on_timeout(ctx.now_ns);
+                self.after_change(i, ctx);
+            }
+            Endpoint::Receiver(r) => {
+                if let Some(ack) = r.on_timeout(ctx.now_ns) {
+                    self.transmit(ack, ctx);
+                }
+                self.arm(i, ctx);
+            }
+            Endpoint::None => {}
+        }
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) {
+        self.serve_all(ctx);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

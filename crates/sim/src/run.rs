@@ -1,0 +1,440 @@
+//! Building the simulated testbed from a resolved scenario, running it interval by
+//! interval, and reporting in the shape of iperf3's JSON.
+//!
+//! Topology: sender host -> forward link (the bottleneck: rate, delay, queue, loss, cross
+//! traffic) -> [receiver interface, when the receiver's bus is slower than the path] ->
+//! receiver host -> reverse link (same rate and delay, lossless) -> sender host.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cc::Window;
+use crate::engine::Sim;
+use crate::event::NodeId;
+use crate::host::{Endpoint, Host};
+use crate::link::{CbrSource, Link, LinkConfig, LossConfig};
+use crate::scenario::Resolved;
+use crate::tcp::receiver::{ReceiverConfig, TcpReceiver};
+use crate::tcp::sender::{SenderConfig, TcpSender};
+
+const NS_PER_S: f64 = 1e9;
+const NS_PER_MS: f64 = 1e6;
+/// Receive ring of a NIC, in full frames, when the receiver's bus is the bottleneck.
+const RX_RING_FRAMES: u64 = 4096;
+
+/// splitmix64: independent seeds for each random stream from the scenario's seed.
+pub fn derive_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The nodes of one simulated testbed.
+pub struct Testbed {
+    pub sim: Sim,
+    pub sender: NodeId,
+    pub receiver: NodeId,
+    pub links: Vec<NodeId>,
+    pub cross: Option<NodeId>,
+}
+
+fn ns(ms: f64) -> u64 {
+    (ms * NS_PER_MS).round() as u64
+}
+
+pub fn build(r: &Resolved) -> Testbed {
+    let n = r.streams as usize;
+    let one_way_ns = ns(r.path.rtt_ms / 2.0);
+    let rate_bps = r.path.rate_bps as u64;
+    let receiver_rate = r.receiver.egress_rate_bps();
+    let needs_rx_nic = receiver_rate < r.path.rate_bps;
+    // Node ids, in the order they are added.
+    let sender_id = 0;
+    let fwd_id = 1;
+    let receiver_id = 2;
+    let rev_id = 3;
+    let rx_nic_id = needs_rx_nic.then_some(4);
+    let cross_id = (r.path.cross_traffic_bps > 0.0).then_some(if needs_rx_nic { 5 } else { 4 });
+
+    let mss = r.sender.mss_bytes();
+    let frame = r.path.frame_overhead_bytes;
+    let senders = (0..n)
+        .map(|i| {
+            let cc = r.cc.build(Window::new(
+                mss,
+                r.sender.initial_cwnd(),
+                r.sender.initial_ssthresh_segments.map(f64::from),
+            ));
+            let config = SenderConfig {
+                mss_bytes: mss,
+                frame_overhead_bytes: frame,
+                min_rto_ns: ns(r.sender.min_rto_ms),
+                snd_buf_bytes: r.sender.snd_buf_max_bytes,
+                transfer_bytes: r.transfer_bytes,
+            };
+            Endpoint::Sender(TcpSender::new(i as u32, config, cc))
+        })
+        .collect();
+    let receivers = (0..n)
+        .map(|i| {
+            let config = ReceiverConfig {
+                mss_bytes: mss,
+                frame_overhead_bytes: frame,
+                delayed_ack: r.receiver.delayed_ack,
+                delayed_ack_timeout_ns: ns(r.receiver.delayed_ack_timeout_ms),
+                auto_tuning: r.receiver.auto_tuning,
+                rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
+            };
+            Endpoint::Receiver(TcpReceiver::new(i as u32, config))
+        })
+        .collect();
+
+    let mut sim = Sim::new();
+    sim.add(Box::new(Host::new(
+        fwd_id,
+        r.sender.egress_rate_bps() as u64,
+        senders,
+    )));
+    let fwd = LinkConfig {
+        rate_bps,
+        delay_ns: one_way_ns,
+        queue_bytes: r.path.queue_bytes,
+        loss: r.path.loss,
+    };
+    let fwd_next = rx_nic_id.unwrap_or(receiver_id);
+    sim.add(Box::new(Link::new(fwd, fwd_next, derive_seed(r.seed, 1))));
+    sim.add(Box::new(Host::new(
+        rev_id,
+        r.receiver.egress_rate_bps() as u64,
+        receivers,
+    )));
+    let rev = LinkConfig {
+        rate_bps,
+        delay_ns: one_way_ns,
+        queue_bytes: r.path.reverse_queue_bytes,
+        loss: LossConfig::default(),
+    };
+    sim.add(Box::new(Link::new(rev, sender_id, derive_seed(r.seed, 2))));
+    let mut links = vec![fwd_id, rev_id];
+    if let Some(id) = rx_nic_id {
+        let ring = RX_RING_FRAMES * u64::from(r.receiver.mtu_bytes + frame);
+        let nic = LinkConfig {
+            rate_bps: receiver_rate as u64,
+            delay_ns: 0,
+            queue_bytes: ring,
+            loss: LossConfig::default(),
+        };
+        assert_eq!(sim.add(Box::new(Link::new(nic, receiver_id, 0))), id);
+        links.push(id);
+    }
+    if let Some(id) = cross_id {
+        let cbr = CbrSource::new(
+            fwd_id,
+            r.path.cross_traffic_bps as u64,
+            r.path.cross_traffic_packet_bytes,
+        );
+        assert_eq!(sim.add(Box::new(cbr)), id);
+    }
+    Testbed {
+        sim,
+        sender: sender_id,
+        receiver: receiver_id,
+        links,
+        cross: cross_id,
+    }
+}
+
+/// One stream (or the sum) over one interval, as iperf3 reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalStream {
+    pub socket: u32,
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    pub retransmits: u64,
+    pub snd_cwnd: u64,
+    /// Smoothed RTT at the end of the interval, microseconds (as iperf3).
+    pub rtt: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sum {
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interval {
+    pub streams: Vec<IntervalStream>,
+    pub sum: Sum,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndStream {
+    pub sender: Sum,
+    pub receiver: Sum,
+    pub fast_recoveries: u64,
+    pub timeouts: u64,
+    pub max_rcv_window_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct End {
+    pub streams: Vec<EndStream>,
+    pub sum_sent: Sum,
+    pub sum_received: Sum,
+}
+
+/// Whole-run counters. `data_*` are TCP payload bytes and obey conservation:
+/// sent = delivered + dropped + in flight.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Counters {
+    pub events_processed: u64,
+    pub data_bytes_sent: u64,
+    pub data_bytes_delivered: u64,
+    pub data_bytes_dropped: u64,
+    pub data_bytes_in_flight: u64,
+    pub conserved: bool,
+    pub packets_dropped_queue: u64,
+    pub packets_dropped_line: u64,
+    pub max_queue_bytes: u64,
+    pub retransmits: u64,
+    pub fast_recoveries: u64,
+    pub timeouts: u64,
+    pub cross_traffic_packets: u64,
+}
+
+/// Wall-clock figures: the only part of a report that differs between equal runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Perf {
+    pub wall_s: f64,
+    pub simulated_s: f64,
+    pub realtime_factor: f64,
+    pub events_per_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub source: &'static str,
+    pub scenario: Resolved,
+    pub intervals: Vec<Interval>,
+    pub end: End,
+    pub counters: Counters,
+    pub perf: Perf,
+}
+
+/// Per-stream cumulative figures at one instant.
+#[derive(Debug, Clone, Copy, Default)]
+struct Snapshot {
+    received: u64,
+    sent: u64,
+    retransmits: u64,
+    cwnd: u64,
+    srtt_ns: u64,
+}
+
+fn snapshot(t: &Testbed) -> Vec<Snapshot> {
+    let sender: &Host = t.sim.get(t.sender).expect("sender host");
+    let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
+    sender
+        .endpoints()
+        .iter()
+        .zip(receiver.endpoints())
+        .map(|(s, r)| {
+            let mut snap = Snapshot::default();
+            if let Endpoint::Sender(s) = s {
+                snap.sent = s.snd_nxt();
+                snap.retransmits = s.stats().retransmits;
+                snap.cwnd = s.cc().cwnd_bytes();
+                snap.srtt_ns = s.srtt_ns().unwrap_or(0);
+            }
+            if let Endpoint::Receiver(r) = r {
+                snap.received = r.bytes_received();
+            }
+            snap
+        })
+        .collect()
+}
+
+fn bps(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}
+
+fn sum(start: f64, end: f64, bytes: u64, retransmits: Option<u64>) -> Sum {
+    Sum {
+        start,
+        end,
+        seconds: end - start,
+        bytes,
+        bits_per_second: bps(bytes, end - start),
+        retransmits,
+    }
+}
+
+fn interval(before: &[Snapshot], after: &[Snapshot], start: f64, end: f64) -> Interval {
+    let streams: Vec<IntervalStream> = before
+        .iter()
+        .zip(after)
+        .enumerate()
+        .map(|(i, (b, a))| {
+            let bytes = a.received - b.received;
+            IntervalStream {
+                socket: i as u32 + 1,
+                start,
+                end,
+                seconds: end - start,
+                bytes,
+                bits_per_second: bps(bytes, end - start),
+                retransmits: a.retransmits - b.retransmits,
+                snd_cwnd: a.cwnd,
+                rtt: a.srtt_ns / 1000,
+            }
+        })
+        .collect();
+    let bytes = streams.iter().map(|s| s.bytes).sum();
+    let retransmits = streams.iter().map(|s| s.retransmits).sum();
+    Interval {
+        streams,
+        sum: sum(start, end, bytes, Some(retransmits)),
+    }
+}
+
+fn counters(t: &Testbed) -> Counters {
+    let sender: &Host = t.sim.get(t.sender).expect("sender host");
+    let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
+    let mut c = Counters {
+        events_processed: t.sim.events_processed(),
+        data_bytes_sent: sender.counters().data_bytes_sent,
+        data_bytes_delivered: receiver.counters().data_bytes_received,
+        data_bytes_dropped: 0,
+        data_bytes_in_flight: 0,
+        conserved: false,
+        packets_dropped_queue: 0,
+        packets_dropped_line: 0,
+        max_queue_bytes: 0,
+        retransmits: 0,
+        fast_recoveries: 0,
+        timeouts: 0,
+        cross_traffic_packets: t
+            .cross
+            .and_then(|id| t.sim.get::<CbrSource>(id))
+            .map_or(0, CbrSource::sent_packets),
+    };
+    for &id in &t.links {
+        let link: &Link = t.sim.get(id).expect("link");
+        let lc = link.counters();
+        c.data_bytes_dropped += lc.data_bytes_dropped;
+        c.data_bytes_in_flight += link.data_bytes_in_flight();
+        c.packets_dropped_queue += lc.packets_dropped_queue;
+        c.packets_dropped_line += lc.packets_dropped_line;
+        c.max_queue_bytes = c.max_queue_bytes.max(lc.max_queue_bytes);
+    }
+    for e in sender.endpoints() {
+        if let Endpoint::Sender(s) = e {
+            c.retransmits += s.stats().retransmits;
+            c.fast_recoveries += s.stats().fast_recoveries;
+            c.timeouts += s.stats().timeouts;
+        }
+    }
+    c.conserved =
+        c.data_bytes_sent == c.data_bytes_delivered + c.data_bytes_dropped + c.data_bytes_in_flight;
+    c
+}
+
+fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> End {
+    let sender: &Host = t.sim.get(t.sender).expect("sender host");
+    let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
+    let streams: Vec<EndStream> = first
+        .iter()
+        .zip(last)
+        .zip(sender.endpoints().iter().zip(receiver.endpoints()))
+        .map(|((f, l), (s, r))| {
+            let (fast_recoveries, timeouts) = match s {
+                Endpoint::Sender(s) => (s.stats().fast_recoveries, s.stats().timeouts),
+                _ => (0, 0),
+            };
+            let max_rcv_window_bytes = match r {
+                Endpoint::Receiver(r) => r.stats().max_window_bytes,
+                _ => 0,
+            };
+            EndStream {
+                sender: sum(
+                    0.0,
+                    duration_s,
+                    l.sent - f.sent,
+                    Some(l.retransmits - f.retransmits),
+                ),
+                receiver: sum(0.0, duration_s, l.received - f.received, None),
+                fast_recoveries,
+                timeouts,
+                max_rcv_window_bytes,
+            }
+        })
+        .collect();
+    let sent = streams.iter().map(|s| s.sender.bytes).sum();
+    let retransmits = streams.iter().filter_map(|s| s.sender.retransmits).sum();
+    let received = streams.iter().map(|s| s.receiver.bytes).sum();
+    End {
+        streams,
+        sum_sent: sum(0.0, duration_s, sent, Some(retransmits)),
+        sum_received: sum(0.0, duration_s, received, None),
+    }
+}
+
+/// Run a resolved scenario to the end and report.
+pub fn run(r: &Resolved) -> Report {
+    let wall = Instant::now();
+    let mut t = build(r);
+    let omit_ns = (r.omit_s * NS_PER_S).round() as u64;
+    let duration_ns = (r.duration_s * NS_PER_S).round() as u64;
+    let interval_ns = ((r.interval_s * NS_PER_S).round() as u64).max(1);
+    t.sim.run_until(omit_ns);
+    let first = snapshot(&t);
+    let mut before = first.clone();
+    let mut intervals = Vec::new();
+    let mut at_ns = 0;
+    while at_ns < duration_ns {
+        let next_ns = (at_ns + interval_ns).min(duration_ns);
+        t.sim.run_until(omit_ns + next_ns);
+        let after = snapshot(&t);
+        intervals.push(interval(
+            &before,
+            &after,
+            at_ns as f64 / NS_PER_S,
+            next_ns as f64 / NS_PER_S,
+        ));
+        before = after;
+        at_ns = next_ns;
+    }
+    let end = end(&t, &first, &before, r.duration_s);
+    let counters = counters(&t);
+    let wall_s = wall.elapsed().as_secs_f64();
+    let simulated_s = (omit_ns + duration_ns) as f64 / NS_PER_S;
+    Report {
+        source: "simulated",
+        scenario: r.clone(),
+        intervals,
+        end,
+        perf: Perf {
+            wall_s,
+            simulated_s,
+            realtime_factor: simulated_s / wall_s.max(1e-9),
+            events_per_s: counters.events_processed as f64 / wall_s.max(1e-9),
+        },
+        counters,
+    }
+}

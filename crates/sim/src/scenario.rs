@@ -1,0 +1,464 @@
+//! Scenarios: what to simulate, as JSON. Parsing names the field of any error
+//! (`hosts.sender.mss: unknown field ...`), and validation names the field it rejects.
+//!
+//! A scenario gives the path and the hosts either in full or as a preset (see
+//! [`crate::presets`]) with fields that override it. The resolved form, with every value
+//! filled in, is echoed in the results.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cc::CcKind;
+use crate::link::{BurstLoss, LossConfig};
+use crate::presets;
+use crate::tcp::TCP_IP_HEADER_BYTES;
+
+pub const MAX_STREAMS: u32 = 128;
+/// Queue used when neither the scenario nor a preset gives one.
+pub const DEFAULT_QUEUE_BYTES: u64 = 4 << 20;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Seconds measured (after `omit_s`).
+    pub duration_s: f64,
+    #[serde(default = "default_interval_s")]
+    pub interval_s: f64,
+    /// Seconds simulated first and left out of the results (iperf3's --omit).
+    #[serde(default)]
+    pub omit_s: f64,
+    #[serde(default = "default_cc")]
+    pub cc: CcKind,
+    #[serde(default = "default_streams")]
+    pub streams: u32,
+    /// Bytes each stream sends; absent for a transfer that lasts the whole run.
+    #[serde(default)]
+    pub transfer_bytes: Option<u64>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub path_preset: Option<String>,
+    #[serde(default)]
+    pub path: PathSpec,
+    #[serde(default)]
+    pub host_preset: Option<String>,
+    #[serde(default)]
+    pub hosts: HostsSpec,
+}
+
+fn default_interval_s() -> f64 {
+    1.0
+}
+fn default_cc() -> CcKind {
+    CcKind::Cubic
+}
+fn default_streams() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    pub rate_bps: Option<f64>,
+    pub rtt_ms: Option<f64>,
+    pub one_way_delay_ms: Option<f64>,
+    pub queue_bytes: Option<u64>,
+    pub reverse_queue_bytes: Option<u64>,
+    pub loss: Option<LossConfig>,
+    pub cross_traffic_bps: Option<f64>,
+    pub cross_traffic_packet_bytes: Option<u32>,
+    pub frame_overhead_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostsSpec {
+    #[serde(default)]
+    pub sender: HostSpec,
+    #[serde(default)]
+    pub receiver: HostSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub nic_rate_bps: Option<f64>,
+    pub bus_rate_bps: Option<f64>,
+    pub mtu_bytes: Option<u32>,
+    pub auto_tuning: Option<bool>,
+    pub snd_buf_max_bytes: Option<u64>,
+    pub rcv_buf_max_bytes: Option<u64>,
+    pub delayed_ack: Option<bool>,
+    pub delayed_ack_timeout_ms: Option<f64>,
+    pub min_rto_ms: Option<f64>,
+    pub initial_cwnd_segments: Option<u32>,
+    pub initial_ssthresh_segments: Option<u32>,
+}
+
+/// The path, every value filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathConfig {
+    pub rate_bps: f64,
+    pub rtt_ms: f64,
+    pub queue_bytes: u64,
+    pub reverse_queue_bytes: u64,
+    pub loss: LossConfig,
+    pub cross_traffic_bps: f64,
+    pub cross_traffic_packet_bytes: u32,
+    pub frame_overhead_bytes: u32,
+}
+
+/// A host, every value filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostConfig {
+    pub nic_rate_bps: f64,
+    /// The I/O bus ceiling (PCI-X about 6.5 Gb/s); `None` for no ceiling.
+    pub bus_rate_bps: Option<f64>,
+    pub mtu_bytes: u32,
+    /// Linux auto-tuning: windows grow up to the ceilings below. Off: the buffers are
+    /// fixed at those sizes.
+    pub auto_tuning: bool,
+    pub snd_buf_max_bytes: u64,
+    pub rcv_buf_max_bytes: u64,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout_ms: f64,
+    pub min_rto_ms: f64,
+    /// `None`: RFC 3390, min(4, max(2, 4380 / MSS)).
+    pub initial_cwnd_segments: Option<u32>,
+    /// `None`: no initial threshold (slow start until the first loss).
+    pub initial_ssthresh_segments: Option<u32>,
+}
+
+impl HostConfig {
+    pub fn mss_bytes(&self) -> u32 {
+        self.mtu_bytes - TCP_IP_HEADER_BYTES
+    }
+
+    /// What the interface can send: NIC rate, or the bus ceiling if lower.
+    pub fn egress_rate_bps(&self) -> f64 {
+        self.bus_rate_bps
+            .map_or(self.nic_rate_bps, |bus| bus.min(self.nic_rate_bps))
+    }
+
+    pub fn initial_cwnd(&self) -> f64 {
+        let mss = f64::from(self.mss_bytes());
+        self.initial_cwnd_segments
+            .map_or_else(|| (4380.0 / mss).floor().clamp(2.0, 4.0), f64::from)
+    }
+}
+
+/// A scenario with presets applied and every value checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolved {
+    pub duration_s: f64,
+    pub interval_s: f64,
+    pub omit_s: f64,
+    pub cc: CcKind,
+    pub streams: u32,
+    pub transfer_bytes: Option<u64>,
+    pub seed: u64,
+    pub path: PathConfig,
+    pub sender: HostConfig,
+    pub receiver: HostConfig,
+}
+
+/// A scenario that cannot run: which field, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() || self.field == "." {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn err(field: &str, message: impl Into<String>) -> ScenarioError {
+    ScenarioError {
+        field: field.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Parse JSON into a scenario; errors name the field (`path.loss.random: invalid type`).
+pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        ScenarioError {
+            field,
+            message: inner.to_string(),
+        }
+    })
+}
+
+fn positive(field: &str, v: f64) -> Result<f64, ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(err(field, format!("must be a positive number, got {v}")))
+    }
+}
+
+fn non_negative(field: &str, v: f64) -> Result<f64, ScenarioError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(err(field, format!("must be zero or more, got {v}")))
+    }
+}
+
+fn probability(field: &str, v: f64) -> Result<f64, ScenarioError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(err(
+            field,
+            format!("must be a probability in [0, 1], got {v}"),
+        ))
+    }
+}
+
+fn resolve_path(s: &Scenario) -> Result<PathConfig, ScenarioError> {
+    let base = match &s.path_preset {
+        Some(name) => Some(presets::path_preset(name).ok_or_else(|| {
+            let known: Vec<String> = presets::path_presets()
+                .into_iter()
+                .map(|p| p.name)
+                .collect();
+            err(
+                "path_preset",
+                format!("unknown preset {name:?} (known: {})", known.join(", ")),
+            )
+        })?),
+        None => None,
+    };
+    let p = &s.path;
+    if p.rtt_ms.is_some() && p.one_way_delay_ms.is_some() {
+        return Err(err(
+            "path.one_way_delay_ms",
+            "give rtt_ms or one_way_delay_ms, not both",
+        ));
+    }
+    let rate_bps = p
+        .rate_bps
+        .or(base.as_ref().map(|b| b.rate_bps))
+        .ok_or_else(|| err("path.rate_bps", "missing (give it or a path_preset)"))?;
+    let rtt_ms = match (p.rtt_ms, p.one_way_delay_ms) {
+        (Some(rtt), _) => non_negative("path.rtt_ms", rtt)?,
+        (None, Some(one_way)) => 2.0 * non_negative("path.one_way_delay_ms", one_way)?,
+        (None, None) => base.as_ref().map(|b| b.rtt_ms).ok_or_else(|| {
+            err(
+                "path.rtt_ms",
+                "missing (give it, one_way_delay_ms or a path_preset)",
+            )
+        })?,
+    };
+    let path = PathConfig {
+        rate_bps: positive("path.rate_bps", rate_bps)?,
+        rtt_ms,
+        queue_bytes: p
+            .queue_bytes
+            .or(base.as_ref().map(|b| b.queue_bytes))
+            .unwrap_or(DEFAULT_QUEUE_BYTES),
+        reverse_queue_bytes: p
+            .reverse_queue_bytes
+            .or(base.as_ref().map(|b| b.reverse_queue_bytes))
+            .unwrap_or(presets::REVERSE_QUEUE_BYTES),
+        loss: p.loss.or(base.as_ref().map(|b| b.loss)).unwrap_or_default(),
+        cross_traffic_bps: p
+            .cross_traffic_bps
+            .or(base.as_ref().map(|b| b.cross_traffic_bps))
+            .unwrap_or(0.0),
+        cross_traffic_packet_bytes: p
+            .cross_traffic_packet_bytes
+            .or(base.as_ref().map(|b| b.cross_traffic_packet_bytes))
+            .unwrap_or(1500),
+        frame_overhead_bytes: p
+            .frame_overhead_bytes
+            .or(base.as_ref().map(|b| b.frame_overhead_bytes))
+            .unwrap_or(presets::ETHERNET_FRAMING_BYTES),
+    };
+    validate_path(&path)?;
+    Ok(path)
+}
+
+fn validate_path(p: &PathConfig) -> Result<(), ScenarioError> {
+    if p.rate_bps < 1e3 {
+        return Err(err(
+            "path.rate_bps",
+            format!("must be at least 1000, got {}", p.rate_bps),
+        ));
+    }
+    if p.rtt_ms > 100_000.0 {
+        return Err(err(
+            "path.rtt_ms",
+            format!("must be at most 100000, got {}", p.rtt_ms),
+        ));
+    }
+    probability("path.loss.random", p.loss.random)?;
+    if p.loss.random >= 1.0 {
+        return Err(err("path.loss.random", "must be below 1"));
+    }
+    if let Some(BurstLoss {
+        p_good_to_bad,
+        p_bad_to_good,
+        loss_good,
+        loss_bad,
+    }) = p.loss.burst
+    {
+        probability("path.loss.burst.p_good_to_bad", p_good_to_bad)?;
+        probability("path.loss.burst.p_bad_to_good", p_bad_to_good)?;
+        probability("path.loss.burst.loss_good", loss_good)?;
+        probability("path.loss.burst.loss_bad", loss_bad)?;
+        if p_bad_to_good == 0.0 && p_good_to_bad > 0.0 && loss_bad >= 1.0 {
+            return Err(err(
+                "path.loss.burst.p_bad_to_good",
+                "must be above 0, or the path dies in the Bad state",
+            ));
+        }
+    }
+    non_negative("path.cross_traffic_bps", p.cross_traffic_bps)?;
+    if p.cross_traffic_bps >= p.rate_bps {
+        return Err(err("path.cross_traffic_bps", "must be below path.rate_bps"));
+    }
+    if !(64..=65_535).contains(&p.cross_traffic_packet_bytes) {
+        return Err(err(
+            "path.cross_traffic_packet_bytes",
+            "must be in 64..=65535",
+        ));
+    }
+    if p.frame_overhead_bytes > 1000 {
+        return Err(err("path.frame_overhead_bytes", "must be at most 1000"));
+    }
+    Ok(())
+}
+
+fn resolve_host(
+    side: &str,
+    preset: Option<&HostConfig>,
+    spec: &HostSpec,
+) -> Result<HostConfig, ScenarioError> {
+    let base = preset.cloned().unwrap_or_else(presets::default_host);
+    let h = HostConfig {
+        nic_rate_bps: spec.nic_rate_bps.unwrap_or(base.nic_rate_bps),
+        bus_rate_bps: spec.bus_rate_bps.or(base.bus_rate_bps),
+        mtu_bytes: spec.mtu_bytes.unwrap_or(base.mtu_bytes),
+        auto_tuning: spec.auto_tuning.unwrap_or(base.auto_tuning),
+        snd_buf_max_bytes: spec.snd_buf_max_bytes.unwrap_or(base.snd_buf_max_bytes),
+        rcv_buf_max_bytes: spec.rcv_buf_max_bytes.unwrap_or(base.rcv_buf_max_bytes),
+        delayed_ack: spec.delayed_ack.unwrap_or(base.delayed_ack),
+        delayed_ack_timeout_ms: spec
+            .delayed_ack_timeout_ms
+            .unwrap_or(base.delayed_ack_timeout_ms),
+        min_rto_ms: spec.min_rto_ms.unwrap_or(base.min_rto_ms),
+        initial_cwnd_segments: spec.initial_cwnd_segments.or(base.initial_cwnd_segments),
+        initial_ssthresh_segments: spec
+            .initial_ssthresh_segments
+            .or(base.initial_ssthresh_segments),
+    };
+    let f = |name: &str| format!("hosts.{side}.{name}");
+    positive(&f("nic_rate_bps"), h.nic_rate_bps)?;
+    if let Some(bus) = h.bus_rate_bps {
+        positive(&f("bus_rate_bps"), bus)?;
+    }
+    if !(576..=65_535).contains(&h.mtu_bytes) {
+        return Err(err(
+            &f("mtu_bytes"),
+            format!("must be in 576..=65535, got {}", h.mtu_bytes),
+        ));
+    }
+    let min_buf = 2 * u64::from(h.mss_bytes());
+    if h.snd_buf_max_bytes < min_buf {
+        return Err(err(
+            &f("snd_buf_max_bytes"),
+            format!("must be at least two segments ({min_buf} bytes)"),
+        ));
+    }
+    if h.rcv_buf_max_bytes < min_buf {
+        return Err(err(
+            &f("rcv_buf_max_bytes"),
+            format!("must be at least two segments ({min_buf} bytes)"),
+        ));
+    }
+    positive(&f("delayed_ack_timeout_ms"), h.delayed_ack_timeout_ms)?;
+    non_negative(&f("min_rto_ms"), h.min_rto_ms)?;
+    if h.initial_cwnd_segments == Some(0) {
+        return Err(err(&f("initial_cwnd_segments"), "must be at least 1"));
+    }
+    if h.initial_ssthresh_segments.is_some_and(|s| s < 2) {
+        return Err(err(&f("initial_ssthresh_segments"), "must be at least 2"));
+    }
+    Ok(h)
+}
+
+/// Apply presets, fill defaults, and check every value. `seed` (from the command line)
+/// wins over the scenario's.
+pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioError> {
+    positive("duration_s", s.duration_s)?;
+    if s.duration_s > 1e5 {
+        return Err(err("duration_s", "must be at most 100000"));
+    }
+    positive("interval_s", s.interval_s)?;
+    non_negative("omit_s", s.omit_s)?;
+    if !(1..=MAX_STREAMS).contains(&s.streams) {
+        return Err(err(
+            "streams",
+            format!("must be in 1..={MAX_STREAMS}, got {}", s.streams),
+        ));
+    }
+    if s.transfer_bytes == Some(0) {
+        return Err(err("transfer_bytes", "must be at least 1"));
+    }
+    let host_base = match &s.host_preset {
+        Some(name) => Some(presets::host_preset(name).ok_or_else(|| {
+            let known: Vec<&str> = presets::host_presets().iter().map(|p| p.name).collect();
+            err(
+                "host_preset",
+                format!("unknown preset {name:?} (known: {})", known.join(", ")),
+            )
+        })?),
+        None => None,
+    };
+    let path = resolve_path(s)?;
+    let sender = resolve_host("sender", host_base.as_ref(), &s.hosts.sender)?;
+    let receiver = resolve_host("receiver", host_base.as_ref(), &s.hosts.receiver)?;
+    if sender.mtu_bytes != receiver.mtu_bytes {
+        return Err(err(
+            "hosts.receiver.mtu_bytes",
+            "must equal hosts.sender.mtu_bytes",
+        ));
+    }
+    let frame = u64::from(sender.mtu_bytes + path.frame_overhead_bytes);
+    if path.queue_bytes < frame {
+        return Err(err(
+            "path.queue_bytes",
+            format!("must hold at least one frame ({frame} bytes)"),
+        ));
+    }
+    Ok(Resolved {
+        duration_s: s.duration_s,
+        interval_s: s.interval_s,
+        omit_s: s.omit_s,
+        cc: s.cc,
+        streams: s.streams,
+        transfer_bytes: s.transfer_bytes,
+        seed: seed.or(s.seed).unwrap_or(1),
+        path,
+        sender,
+        receiver,
+    })
+}
+
+/// Parse and resolve in one step.
+pub fn load(json: &str, seed: Option<u64>) -> Result<Resolved, ScenarioError> {
+    resolve(&parse(json)?, seed)
+}

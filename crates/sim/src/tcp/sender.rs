@@ -1,0 +1,441 @@
+//! The TCP sender: bulk data, cumulative ACKs plus SACK, loss recovery in the manner of
+//! RFC 6675 with Linux's FACK loss marking (on by default in 2.6.18), RTO per RFC 6298.
+//!
+//! Bookkeeping is by byte ranges, never per segment. The scoreboard holds `SACKed` ranges
+//! above `snd_una`. A hole is taken as lost once the highest `SACKed` byte is
+//! `DUPTHRESH` segments above it (FACK); `high_rxt` is the retransmission pointer: holes
+//! below it have been retransmitted once. So
+//!
+//! pipe = (`snd_nxt` - `snd_una`) - `SACKed` - (lost holes not yet retransmitted),
+//!
+//! and the last term is `(lost_boundary - high_rxt)` minus the `SACKed` bytes between them,
+//! which `sacked_below_rxt` (`SACKed` bytes in `[snd_una, high_rxt)`) and a short walk
+//! down from the top give in logarithmic time. A retransmission that is lost again stays
+//! in the pipe until the RTO, as in Linux of that era.
+
+use crate::cc::CongestionControl;
+use crate::packet::{Kind, Packet};
+use crate::tcp::TCP_IP_HEADER_BYTES;
+use crate::tcp::ranges::RangeSet;
+use crate::tcp::rtt::RttEstimator;
+
+/// Segments `SACKed` above a hole before it is taken as lost.
+pub const DUPTHRESH: u64 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SenderConfig {
+    pub mss_bytes: u32,
+    /// Link-layer bytes added to each packet (Ethernet framing).
+    pub frame_overhead_bytes: u32,
+    pub min_rto_ns: u64,
+    /// The send buffer: unacknowledged bytes never exceed it.
+    pub snd_buf_bytes: u64,
+    /// Bytes to send; `None` for an unending bulk transfer.
+    pub transfer_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Open,
+    /// Fast recovery until `snd_una` reaches `point`.
+    Recovery {
+        point: u64,
+    },
+    /// After a timeout, until `snd_una` reaches `point`: everything unSACKed below it is lost.
+    Loss {
+        point: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Payload bytes put on the wire, retransmissions included.
+    pub bytes_sent: u64,
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub fast_recoveries: u64,
+    pub timeouts: u64,
+}
+
+pub struct TcpSender {
+    flow: u32,
+    config: SenderConfig,
+    cc: Box<dyn CongestionControl>,
+    state: State,
+    snd_una: u64,
+    snd_nxt: u64,
+    /// The right edge the receiver has offered (never moves left).
+    peer_right_edge: u64,
+    scoreboard: RangeSet,
+    high_rxt: u64,
+    sacked_below_rxt: u64,
+    dupacks: u32,
+    /// Fast retransmit sends one segment whatever the window says.
+    force_one: bool,
+    rtt: RttEstimator,
+    backoff: u32,
+    rto_deadline_ns: Option<u64>,
+    /// The peer's last timestamp, echoed in data (the receiver's RTT estimate).
+    ts_recent_ns: u64,
+    stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(flow: u32, config: SenderConfig, cc: Box<dyn CongestionControl>) -> Self {
+        Self {
+            flow,
+            config,
+            cc,
+            state: State::Open,
+            snd_una: 0,
+            snd_nxt: 0,
+            // Until the first ACK, the initial window is what a SYN-ACK would allow.
+            peer_right_edge: 64 * 1024,
+            scoreboard: RangeSet::new(),
+            high_rxt: 0,
+            sacked_below_rxt: 0,
+            dupacks: 0,
+            force_one: false,
+            rtt: RttEstimator::new(config.min_rto_ns),
+            backoff: 0,
+            rto_deadline_ns: None,
+            ts_recent_ns: 0,
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+
+    pub fn srtt_ns(&self) -> Option<u64> {
+        self.rtt.srtt_ns()
+    }
+
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.rto_deadline_ns
+    }
+
+    fn mss(&self) -> u64 {
+        u64::from(self.config.mss_bytes)
+    }
+
+    /// Below this, unSACKed bytes are taken as lost.
+    pub fn lost_boundary(&self) -> u64 {
+        let fack = self
+            .scoreboard
+            .highest_end()
+            .map_or(0, |h| h.saturating_sub(DUPTHRESH * self.mss()));
+        let boundary = match self.state {
+            State::Loss { point } => fack.max(point),
+            _ => fack,
+        };
+        boundary.max(self.snd_una)
+    }
+
+    /// Bytes taken to be in the network (RFC 6675's pipe).
+    pub fn pipe(&self) -> u64 {
+        let outstanding = self.snd_nxt - self.snd_una;
+        let sacked = self.scoreboard.total_bytes();
+        let lost = self.lost_boundary();
+        let unretransmitted_lost = if lost > self.high_rxt {
+            let sacked_above_lost = self.scoreboard.covered_in(lost, u64::MAX);
+            let sacked_between = sacked - self.sacked_below_rxt - sacked_above_lost;
+            (lost - self.high_rxt) - sacked_between
+        } else {
+            0
+        };
+        outstanding - sacked - unretransmitted_lost
+    }
+
+    /// Move the retransmission pointer up to `to`, counting the `SACKed` bytes it passes.
+    fn advance_high_rxt(&mut self, to: u64) {
+        if to > self.high_rxt {
+            self.sacked_below_rxt += self.scoreboard.covered_in(self.high_rxt, to);
+            self.high_rxt = to;
+        }
+    }
+
+    /// The next lost segment to retransmit, if any: `(seq, len)`.
+    fn next_retransmit(&self) -> Option<(u64, u64)> {
+        if self.state == State::Open {
+            return None;
+        }
+        let at = self
+            .scoreboard
+            .skip_covered(self.high_rxt.max(self.snd_una));
+        if at >= self.lost_boundary() || at >= self.snd_nxt {
+            return None;
+        }
+        let hole_end = self
+            .scoreboard
+            .next_start_after(at)
+            .unwrap_or(self.snd_nxt)
+            .min(self.snd_nxt);
+        Some((at, (hole_end - at).min(self.mss())))
+    }
+
+    /// Room for new data under the receiver's window, the send buffer and the transfer size.
+    fn new_data_allowed(&self) -> Option<u64> {
+        let right = self
+            .peer_right_edge
+            .min(self.snd_una + self.config.snd_buf_bytes);
+        let end = self.config.transfer_bytes.unwrap_or(u64::MAX);
+        let len = self.mss().min(end.saturating_sub(self.snd_nxt));
+        (len > 0 && self.snd_nxt + len <= right).then_some(len)
+    }
+
+    fn segment(&self, seq: u64, len: u64, now_ns: u64) -> Packet {
+        let len = len as u32;
+        let wire = len + TCP_IP_HEADER_BYTES + self.config.frame_overhead_bytes;
+        let mut pkt = Packet::new(Kind::Data, self.flow, wire);
+        pkt.seq = seq;
+        pkt.len = len;
+        pkt.ts_ns = now_ns;
+        pkt.ts_echo_ns = self.ts_recent_ns;
+        pkt
+    }
+
+    /// The next segment the windows allow now, if any.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
+        if !self.force_one && self.pipe() >= self.cc.cwnd_bytes() {
+            return None;
+        }
+        let pkt = if let Some((seq, len)) = self.next_retransmit() {
+            self.advance_high_rxt(seq + len);
+            self.stats.retransmits += 1;
+            let mut pkt = self.segment(seq, len, now_ns);
+            pkt.retransmit = true;
+            pkt
+        } else {
+            let len = self.new_data_allowed()?;
+            let pkt = self.segment(self.snd_nxt, len, now_ns);
+            self.snd_nxt += len;
+            pkt
+        };
+        self.force_one = false;
+        self.stats.bytes_sent += u64::from(pkt.len);
+        self.stats.segments_sent += 1;
+        if self.rto_deadline_ns.is_none() {
+            self.rto_deadline_ns = Some(now_ns + self.rtt.rto_ns(self.backoff));
+        }
+        Some(pkt)
+    }
+
+    /// Whether the window, not the application or the receiver, held the sender back
+    /// (Linux's `tcp_is_cwnd_limited` with TSO: less than a third of cwnd unused).
+    fn cwnd_limited(pipe_bytes: u64, cwnd_bytes: u64) -> bool {
+        cwnd_bytes.saturating_sub(pipe_bytes) * 3 < cwnd_bytes
+    }
+
+    fn take_sack(&mut self, pkt: &Packet) {
+        for block in pkt.sack_blocks() {
+            let start = block.start.max(pkt.ack).max(self.snd_una);
+            let end = block.end.min(self.snd_nxt);
+            if start < end {
+                let inserted = self.scoreboard.insert(start, end, self.high_rxt);
+                self.sacked_below_rxt += inserted.new_below_pivot;
+            }
+        }
+    }
+
+    fn advance_una(&mut self, ack: u64) {
+        let removed = self.scoreboard.remove_below(ack);
+        self.snd_una = ack;
+        if ack <= self.high_rxt {
+            self.sacked_below_rxt -= removed;
+        } else {
+            self.high_rxt = ack;
+            self.sacked_below_rxt = 0;
+        }
+    }
+
+    fn enter_recovery(&mut self, now_ns: u64) {
+        self.cc.on_congestion_event(now_ns);
+        self.state = State::Recovery {
+            point: self.snd_nxt,
+        };
+        self.high_rxt = self.snd_una;
+        self.sacked_below_rxt = 0;
+        self.force_one = true;
+        self.stats.fast_recoveries += 1;
+    }
+
+    /// An acknowledgement arrives.
+    pub fn on_ack(&mut self, now_ns: u64, pkt: &Packet) {
+        let pipe_before = self.pipe();
+        let cwnd_before = self.cc.cwnd_bytes();
+        self.peer_right_edge = self.peer_right_edge.max(pkt.ack + pkt.wnd_bytes);
+        self.ts_recent_ns = pkt.ts_ns;
+        if pkt.ack > self.snd_nxt {
+            return; // acknowledges what was never sent: ignore
+        }
+        self.take_sack(pkt);
+        let acked = pkt.ack.saturating_sub(self.snd_una);
+        let mut rtt_ns = None;
+        if acked > 0 {
+            self.advance_una(pkt.ack);
+            // Timestamps make every advancing ACK a valid sample, retransmissions too.
+            let sample = now_ns.saturating_sub(pkt.ts_echo_ns).max(1);
+            self.rtt.sample(sample);
+            self.cc.on_rtt(sample, now_ns);
+            rtt_ns = Some(sample);
+            self.backoff = 0;
+            self.dupacks = 0;
+        } else if pkt.ack == self.snd_una && self.snd_una < self.snd_nxt {
+            self.dupacks += 1;
+        }
+        if let State::Recovery { point } | State::Loss { point } = self.state
+            && self.snd_una >= point
+        {
+            self.state = State::Open;
+        }
+        let loss_seen = self.lost_boundary() > self.snd_una || self.dupacks >= DUPTHRESH as u32;
+        if self.state == State::Open && loss_seen {
+            self.enter_recovery(now_ns);
+        } else if acked > 0
+            && !matches!(self.state, State::Recovery { .. })
+            && Self::cwnd_limited(pipe_before, cwnd_before)
+        {
+            self.cc.on_ack(acked, rtt_ns, now_ns);
+        }
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline_ns = None;
+        } else if acked > 0 {
+            self.rto_deadline_ns = Some(now_ns + self.rtt.rto_ns(self.backoff));
+        }
+    }
+
+    /// The retransmission timer may be due.
+    pub fn on_timeout(&mut self, now_ns: u64) {
+        let Some(deadline) = self.rto_deadline_ns else {
+            return;
+        };
+        if now_ns < deadline {
+            return;
+        }
+        // One reduction per loss event: a timeout in recovery has already been counted.
+        let reduce = self.state == State::Open;
+        self.cc.on_rto(now_ns, reduce);
+        self.state = State::Loss {
+            point: self.snd_nxt,
+        };
+        self.high_rxt = self.snd_una;
+        self.sacked_below_rxt = 0;
+        self.dupacks = 0;
+        self.backoff += 1;
+        self.stats.timeouts += 1;
+        self.rto_deadline_ns = Some(now_ns + self.rtt.rto_ns(self.backoff));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{CcKind, Window};
+    use crate::packet::Range;
+
+    const MSS: u64 = 1000;
+
+    fn sender(cwnd: f64) -> TcpSender {
+        let config = SenderConfig {
+            mss_bytes: MSS as u32,
+            frame_overhead_bytes: 0,
+            min_rto_ns: 200_000_000,
+            snd_buf_bytes: u64::MAX / 4,
+            transfer_bytes: None,
+        };
+        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None));
+        TcpSender::new(0, config, cc)
+    }
+
+    fn ack(ack: u64, sack: &[(u64, u64)]) -> Packet {
+        let mut p = Packet::new(Kind::Ack, 0, 64);
+        p.ack = ack;
+        p.wnd_bytes = 1 << 40;
+        for (i, &(start, end)) in sack.iter().enumerate() {
+            p.sack[i] = Range { start, end };
+        }
+        p.sack_count = sack.len() as u8;
+        p
+    }
+
+    fn drain(s: &mut TcpSender, now: u64) -> Vec<Packet> {
+        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+    }
+
+    #[test]
+    fn sends_a_window_then_waits() {
+        let mut s = sender(10.0);
+        s.peer_right_edge = u64::MAX / 2;
+        assert_eq!(drain(&mut s, 0).len(), 10);
+        assert_eq!(s.pipe(), 10 * MSS);
+        s.on_ack(1_000, &ack(2 * MSS, &[]));
+        // Slow start: +2 segments, 2 acked: 4 more.
+        assert_eq!(drain(&mut s, 1_000).len(), 4);
+    }
+
+    #[test]
+    fn sack_recovery_retransmits_the_hole_once_and_reduces_once() {
+        let mut s = sender(10.0);
+        s.peer_right_edge = u64::MAX / 2;
+        drain(&mut s, 0);
+        // Segment 0 lost; 1..=3 SACKed.
+        s.on_ack(10, &ack(0, &[(MSS, 2 * MSS)]));
+        s.on_ack(11, &ack(0, &[(MSS, 3 * MSS)]));
+        assert_eq!(s.state(), State::Open);
+        s.on_ack(12, &ack(0, &[(MSS, 4 * MSS)]));
+        assert!(matches!(s.state(), State::Recovery { point: 10_000 }));
+        assert_eq!(s.cc().cwnd_bytes(), 5 * MSS);
+        let out = drain(&mut s, 12);
+        assert_eq!(out[0].seq, 0);
+        assert!(out[0].retransmit);
+        // pipe: 10 out - 3 SACKed - 0 lost unretransmitted = 7 >= cwnd 5 after the rxt.
+        assert_eq!(out.len(), 1);
+        // More SACKs shrink the pipe and release new data, not another retransmission.
+        for k in 5..=9 {
+            s.on_ack(13, &ack(0, &[(MSS, k * MSS)]));
+        }
+        let out = drain(&mut s, 13);
+        assert_eq!(out.len(), 3, "pipe 2 segments, cwnd 5");
+        assert!(
+            out.iter().all(|p| !p.retransmit && p.seq >= 10 * MSS),
+            "{out:?}"
+        );
+        s.on_ack(20, &ack(13 * MSS, &[]));
+        assert_eq!(s.state(), State::Open);
+        assert_eq!(s.stats().fast_recoveries, 1);
+        assert_eq!(s.stats().retransmits, 1);
+    }
+
+    #[test]
+    fn timeout_restarts_from_one_segment_and_backs_off() {
+        let mut s = sender(10.0);
+        s.peer_right_edge = u64::MAX / 2;
+        drain(&mut s, 0);
+        let deadline = s.poll_timeout().unwrap();
+        assert_eq!(deadline, 1_000_000_000);
+        s.on_timeout(deadline);
+        assert_eq!(s.cc().cwnd_bytes(), MSS);
+        let out = drain(&mut s, deadline);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].seq, out[0].retransmit), (0, true));
+        assert_eq!(s.poll_timeout(), Some(deadline + 2_000_000_000));
+    }
+}

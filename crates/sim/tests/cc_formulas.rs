@@ -1,0 +1,231 @@
+//! Each congestion controller's window against its published formula, driven directly
+//! through the trait with a scripted pattern of ACKs and losses.
+
+// Some compared values are exact constants (beta_min, table end points).
+#![allow(clippy::float_cmp)]
+
+use longhaul_sim::cc::{
+    CcKind, CongestionControl, Cubic, Htcp, Vegas, Window, bic, highspeed, htcp,
+};
+
+const MSS: u32 = 1000;
+const MS: u64 = 1_000_000;
+
+/// A controller in congestion avoidance at `cwnd` segments.
+fn avoiding(kind: CcKind, cwnd: f64) -> Box<dyn CongestionControl> {
+    kind.build(Window::new(MSS, cwnd, Some(cwnd)))
+}
+
+/// One RTT of ACKs: a window's worth of segments, two per ACK, all stamped `now_ns`.
+fn one_rtt(cc: &mut dyn CongestionControl, rtt_ns: u64, now_ns: u64) {
+    let acks = (cc.window().cwnd.floor() as u64).div_ceil(2);
+    for _ in 0..acks {
+        cc.on_rtt(rtt_ns, now_ns);
+        cc.on_ack(2 * u64::from(MSS), Some(rtt_ns), now_ns);
+    }
+}
+
+fn cwnd(cc: &dyn CongestionControl) -> f64 {
+    cc.window().cwnd
+}
+
+#[test]
+fn reno_adds_one_segment_per_rtt_and_halves() {
+    let mut cc = avoiding(CcKind::Reno, 100.0);
+    for k in 1..=10 {
+        one_rtt(cc.as_mut(), 100 * MS, k * 100 * MS);
+    }
+    assert!(
+        (cwnd(cc.as_ref()) - 110.0).abs() < 0.5,
+        "{}",
+        cwnd(cc.as_ref())
+    );
+    let before = cwnd(cc.as_ref());
+    cc.on_congestion_event(0);
+    assert!((cwnd(cc.as_ref()) - before / 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn scalable_grows_one_percent_per_rtt_and_keeps_seven_eighths() {
+    let mut cc = avoiding(CcKind::Scalable, 1000.0);
+    one_rtt(cc.as_mut(), 100 * MS, 0);
+    assert!(
+        (cwnd(cc.as_ref()) - 1010.0).abs() < 0.5,
+        "{}",
+        cwnd(cc.as_ref())
+    );
+    let before = cwnd(cc.as_ref());
+    cc.on_congestion_event(0);
+    assert!((cwnd(cc.as_ref()) - before * 0.875).abs() < 1e-9);
+}
+
+#[test]
+fn highspeed_matches_the_rfc_3649_table() {
+    // (w, a(w), b(w)) rows of RFC 3649's Appendix B.
+    for (w, a, b) in [
+        (118.0, 2.0, 0.44),
+        (347.0, 4.0, 0.38),
+        (1058.0, 8.0, 0.33),
+        (5036.0, 20.0, 0.25),
+        (10661.0, 30.0, 0.21),
+    ] {
+        assert!(
+            (highspeed::increase(w) - a).abs() < 0.7,
+            "a({w}) = {}",
+            highspeed::increase(w)
+        );
+        assert!(
+            (highspeed::decrease(w) - b).abs() < 0.011,
+            "b({w}) = {}",
+            highspeed::decrease(w)
+        );
+    }
+    let mut cc = avoiding(CcKind::Highspeed, 1058.0);
+    one_rtt(cc.as_mut(), 100 * MS, 0);
+    let grown = cwnd(cc.as_ref()) - 1058.0;
+    assert!((grown - highspeed::increase(1058.0)).abs() < 0.2, "{grown}");
+    let w = cwnd(cc.as_ref());
+    cc.on_congestion_event(0);
+    assert!((cwnd(cc.as_ref()) - w * (1.0 - highspeed::decrease(w))).abs() < 1e-9);
+    // At and below Low_Window it is Reno.
+    assert_eq!(highspeed::increase(38.0), 1.0);
+    assert_eq!(highspeed::decrease(20.0), 0.5);
+}
+
+#[test]
+fn bic_searches_binarily_towards_the_last_maximum() {
+    let mut cc = avoiding(CcKind::Bic, 1000.0);
+    cc.on_congestion_event(0);
+    let start = cwnd(cc.as_ref());
+    assert!((start - 1000.0 * bic::BETA).abs() < 1e-9);
+    let mut w = vec![start];
+    for k in 1..=80 {
+        one_rtt(cc.as_mut(), 100 * MS, k * 100 * MS);
+        w.push(cwnd(cc.as_ref()));
+    }
+    // Far from Wmax: additive, at most MAX_INCREMENT per RTT.
+    let step = w[1] - w[0];
+    assert!((step - bic::MAX_INCREMENT).abs() < 1.0, "{step}");
+    // Then steps shrink as the distance halves: never more than (Wmax - cwnd) / B + 1.
+    for pair in w.windows(2) {
+        let dist = 1000.0 - pair[0];
+        if dist > 0.0 && dist / bic::B < bic::MAX_INCREMENT {
+            assert!(pair[1] - pair[0] <= dist / bic::B + 1.0, "{pair:?}");
+        }
+    }
+    // Within B segments of Wmax it creeps (1/SMOOTH_PART * B per RTT), lingering there,
+    // then probes above it.
+    let near = w.iter().filter(|&&x| (x - 1000.0).abs() < bic::B).count();
+    assert!(near >= 10, "{w:?}");
+    assert!(*w.last().unwrap() > 1000.0, "{w:?}");
+}
+
+#[test]
+fn cubic_follows_its_cubic_from_the_last_maximum() {
+    let mut cc = Cubic::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    cc.on_congestion_event(0);
+    assert!((cc.window().cwnd - 700.0).abs() < 1e-9);
+    let rtt_ns = 100 * MS;
+    // The epoch starts at the first ACK after the loss.
+    one_rtt(&mut cc, rtt_ns, 0);
+    let k_s: f64 = (1000.0_f64 * (1.0 - 0.7) / 0.4).cbrt();
+    assert!((cc.k_s() - k_s).abs() < 0.01, "K = {}", cc.k_s());
+    let w = |t: f64| 0.4 * (t - k_s).powi(3) + 1000.0;
+    for k in 1..=150u64 {
+        let now = k * rtt_ns;
+        one_rtt(&mut cc, rtt_ns, now);
+        let t = now as f64 / 1e9;
+        if k % 10 == 0 {
+            // cwnd tracks W(t + RTT) to within one RTT's growth.
+            let expected = w(t + 0.1);
+            let lag = (w(t + 0.2) - w(t)).abs() + 2.0;
+            assert!(
+                (cc.window().cwnd - expected).abs() <= lag,
+                "t = {t}: cwnd {} vs W {expected}",
+                cc.window().cwnd
+            );
+        }
+    }
+    assert!(cc.window().cwnd > 1000.0, "past K it probes beyond Wmax");
+}
+
+#[test]
+fn cubic_is_reno_friendly_at_small_windows_and_short_rtts() {
+    // At 10 segments and 1 ms the cubic curve is nearly flat; the AIMD estimate leads.
+    let mut cc = Cubic::new(Window::new(MSS, 10.0, Some(10.0)));
+    cc.on_congestion_event(0);
+    for k in 1..=100u64 {
+        one_rtt(&mut cc, MS, k * MS);
+    }
+    // alpha = 3 (1 - 0.7) / 1.7 = 0.53 segments per RTT.
+    let expected = 7.0 + 100.0 * 3.0 * 0.3 / 1.7;
+    assert!(
+        (cc.window().cwnd - expected).abs() < 4.0,
+        "{}",
+        cc.window().cwnd
+    );
+}
+
+#[test]
+fn htcp_alpha_grows_with_time_since_congestion() {
+    assert_eq!(htcp::delta_factor(0.5), 1.0);
+    assert!((htcp::delta_factor(3.0) - (1.0 + 20.0 + 1.0)).abs() < 1e-12);
+    // At RTTmin 100 ms the RTT scaling is 1.
+    assert!((htcp::rtt_scale(100 * MS) - 1.0).abs() < 1e-12);
+    assert!((htcp::alpha(3.0, 100 * MS, 0.5) - 22.0).abs() < 1e-12);
+
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    cc.on_rtt(100 * MS, 0);
+    cc.on_congestion_event(0);
+    assert_eq!(cc.beta(), 0.5, "the first loss uses beta_min");
+    let w0 = cc.window().cwnd;
+    one_rtt(&mut cc, 100 * MS, 500 * MS);
+    assert!(
+        (cc.window().cwnd - w0 - 1.0).abs() < 0.1,
+        "low-speed mode: Reno"
+    );
+    let w1 = cc.window().cwnd;
+    one_rtt(&mut cc, 100 * MS, 3_000 * MS);
+    assert!(
+        (cc.window().cwnd - w1 - 22.0).abs() < 1.0,
+        "{}",
+        cc.window().cwnd - w1
+    );
+}
+
+#[test]
+fn htcp_beta_adapts_to_the_rtt_ratio() {
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    cc.on_rtt(100 * MS, 0);
+    cc.on_rtt(115 * MS, 0);
+    cc.on_rtt(125 * MS, 0);
+    cc.on_congestion_event(0);
+    assert_eq!(cc.beta(), 0.5);
+    cc.on_congestion_event(MS);
+    assert!((cc.beta() - 0.8).abs() < 1e-9, "100/125: {}", cc.beta());
+}
+
+#[test]
+fn vegas_holds_between_alpha_and_beta() {
+    let base = 100 * MS;
+    // diff = cwnd (rtt - base) / rtt; pick rtt for a target diff at 100 segments.
+    let rtt_for = |diff: f64| (base as f64 * 100.0 / (100.0 - diff)) as u64;
+    for (diff, change) in [(1.0, 1.0), (3.0, 0.0), (6.0, -1.0)] {
+        let mut cc = Vegas::new(Window::new(MSS, 100.0, Some(50.0)));
+        cc.on_rtt(base, 0);
+        cc.on_ack(u64::from(MSS), Some(base), 0); // opens the first round
+        let before = cc.window().cwnd;
+        let rtt = rtt_for(diff);
+        for _ in 0..5 {
+            cc.on_rtt(rtt, base / 2);
+        }
+        cc.on_ack(u64::from(MSS), Some(rtt), 2 * base);
+        assert!(
+            (cc.window().cwnd - before - change).abs() < 1e-9,
+            "diff {diff}: {} -> {}",
+            before,
+            cc.window().cwnd
+        );
+        assert_eq!(cc.base_rtt_ns(), base);
+    }
+}

@@ -1,0 +1,106 @@
+//! Whole runs: determinism per seed, conservation of bytes, and throughput against what
+//! theory says (full utilization without loss, the Mathis formula with random loss).
+
+use longhaul_sim::run::{Report, run};
+use longhaul_sim::scenario::load;
+
+fn simulate(json: &str, seed: Option<u64>) -> Report {
+    run(&load(json, seed).expect("valid scenario"))
+}
+
+/// The report without its wall-clock part.
+fn deterministic_part(r: &Report) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("perf");
+    v
+}
+
+const LOSSY: &str = r#"{
+    "duration_s": 4, "interval_s": 0.5, "cc": "cubic", "streams": 3,
+    "path": {"rate_bps": 5e8, "rtt_ms": 30, "queue_bytes": 300000,
+             "loss": {"random": 1e-4, "burst": {"p_good_to_bad": 1e-4, "p_bad_to_good": 0.3}},
+             "cross_traffic_bps": 5e7},
+    "hosts": {"sender": {"rcv_buf_max_bytes": 8000000, "snd_buf_max_bytes": 8000000},
+              "receiver": {"rcv_buf_max_bytes": 8000000, "bus_rate_bps": 4e8}}
+}"#;
+
+#[test]
+fn a_seed_repeats_exactly_and_another_seed_differs() {
+    let a = deterministic_part(&simulate(LOSSY, Some(7)));
+    let b = deterministic_part(&simulate(LOSSY, Some(7)));
+    assert_eq!(a, b);
+    let c = deterministic_part(&simulate(LOSSY, Some(8)));
+    assert_ne!(a["counters"], c["counters"]);
+}
+
+#[test]
+fn every_byte_sent_is_delivered_dropped_or_in_flight() {
+    let r = simulate(LOSSY, Some(3));
+    let c = &r.counters;
+    assert!(c.conserved, "{c:?}");
+    assert_eq!(
+        c.data_bytes_sent,
+        c.data_bytes_delivered + c.data_bytes_dropped + c.data_bytes_in_flight
+    );
+    assert!(
+        c.packets_dropped_line > 0 && c.data_bytes_in_flight > 0,
+        "{c:?}"
+    );
+    assert!(c.cross_traffic_packets > 0);
+    // The receiver's bus (400 Mb/s) is the bottleneck, below the path's 500 less 50.
+    let goodput = r.end.sum_received.bits_per_second;
+    assert!(goodput < 4e8 && goodput > 1e8, "{goodput}");
+    // iperf3's shape: intervals cover the run, streams sum to the total.
+    assert_eq!(r.intervals.len(), 8);
+    let total: u64 = r.intervals.iter().map(|i| i.sum.bytes).sum();
+    assert_eq!(total, r.end.sum_received.bytes);
+    for i in &r.intervals {
+        assert_eq!(i.streams.len(), 3);
+        assert_eq!(i.streams.iter().map(|s| s.bytes).sum::<u64>(), i.sum.bytes);
+    }
+}
+
+#[test]
+fn reno_fills_a_clean_gigabit_path() {
+    let r = simulate(
+        r#"{"duration_s": 10, "cc": "reno",
+            "path": {"rate_bps": 1e9, "rtt_ms": 10, "queue_bytes": 1250000}}"#,
+        None,
+    );
+    let utilization = r.end.sum_received.bits_per_second / 1e9;
+    assert!(utilization > 0.9, "{utilization}");
+    assert_eq!(r.counters.packets_dropped_line, 0);
+}
+
+#[test]
+fn reno_with_random_loss_follows_mathis() {
+    let (p, rtt_s, mss): (f64, f64, f64) = (1e-5, 0.05, 1448.0);
+    let r = simulate(
+        r#"{"duration_s": 400, "interval_s": 50, "cc": "reno",
+            "path": {"rate_bps": 1e9, "rtt_ms": 50, "queue_bytes": 6250000, "loss": {"random": 1e-5}},
+            "hosts": {"sender": {"snd_buf_max_bytes": 100000000},
+                      "receiver": {"rcv_buf_max_bytes": 100000000}}}"#,
+        Some(1),
+    );
+    let mathis = mss * 8.0 / rtt_s * (1.5_f64).sqrt() / p.sqrt();
+    let got = r.end.sum_received.bits_per_second;
+    assert!(
+        got > mathis / 2.0 && got < mathis * 2.0,
+        "{got} vs Mathis {mathis}"
+    );
+    assert!(r.counters.fast_recoveries > 10, "{:?}", r.counters);
+}
+
+#[test]
+fn presets_run_and_a_slow_bus_caps_the_rate_without_loss() {
+    let r = simulate(
+        r#"{"duration_s": 3, "cc": "htcp", "path_preset": "usn-0.2-wanphy",
+            "host_preset": "usn-type-3", "hosts": {"sender": {"bus_rate_bps": 1e9},
+            "receiver": {"bus_rate_bps": 1e9}}}"#,
+        None,
+    );
+    // 256 KiB fixed buffers at 0.28 ms allow far more than 1 Gb/s: the bus decides.
+    let gbps = r.end.sum_received.bits_per_second / 1e9;
+    assert!(gbps > 0.9 && gbps < 1.0, "{gbps}");
+    assert_eq!(r.counters.retransmits, 0);
+}

@@ -1,0 +1,163 @@
+"""`longhaul sim`: the simulator's validation, presets, and one scenario."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from longhaul.cli.common import console, err_console, fail, print_json
+
+app = typer.Typer(
+    help="longhaul-sim, the packet-level TCP simulator: validate it, list its presets, "
+    "run a scenario.",
+    no_args_is_help=True,
+)
+
+
+@app.command()
+def validate(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    parts: Annotated[
+        str,
+        typer.Option(
+            help="Which yardsticks, comma-separated: ns3 (ns-3 on shared scenarios), kernel "
+            "(iperf3 through the emulated testbed; root), usn (the published profiles)."
+        ),
+    ] = "ns3,kernel,usn",
+    workers: Annotated[
+        int | None, typer.Option(help="Simulators side by side (default: one per core).", min=1)
+    ] = None,
+) -> None:
+    """Hold longhaul-sim against ns-3, the kernel and the published USN TCP profiles.
+
+    ns-3 is slow (several times slower than real time at 1 Gb/s): its answers are kept
+    in the data directory, so only the first validation waits for them (about 40 minutes
+    on two cores)."""
+    from longhaul.sim import validation  # noqa: PLC0415
+
+    chosen = [p.strip() for p in parts.split(",") if p.strip()]
+    unknown = sorted(set(chosen) - set(validation.PARTS))
+    if unknown or not chosen:
+        fail(f"--parts: choose among {', '.join(validation.PARTS)} (not {', '.join(unknown)})")
+    with _bar() as bar:
+        task = bar.add_task("validating", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        found = validation.validate(chosen, workers, progress)
+    if as_json:
+        print_json(found)
+        return
+    for part, result in found.items():
+        _show(part, result)
+
+
+@app.command()
+def presets() -> None:
+    """The host and connection presets longhaul-sim knows, as JSON."""
+    print_json(json.loads(_simulator("presets")))
+
+
+@app.command()
+def run(
+    scenario: Annotated[
+        Path, typer.Argument(help="A scenario JSON file.", exists=True, dir_okay=False)
+    ],
+    seed: Annotated[int | None, typer.Option(help="Seed of the random streams.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
+) -> None:
+    """Run one scenario and print its goodput per interval (or the whole JSON report)."""
+    from longhaul.sim import runner  # noqa: PLC0415
+
+    data = json.loads(scenario.read_text())
+    if seed is not None:
+        data["seed"] = seed
+    report = runner.run_scenario(data)
+    if as_json:
+        print_json(report)
+        return
+    for interval in report["intervals"]:
+        total = interval["sum"]
+        gbps = total["bits_per_second"] / 1e9
+        console.print(f"{total['start']:7.2f}-{total['end']:7.2f} s  {gbps:7.3f} Gb/s")
+    end = report["end"]
+    console.print(
+        f"received {end['sum_received']['bits_per_second'] / 1e9:.3f} Gb/s, "
+        f"{end['sum_sent'].get('retransmits', 0)} retransmits; simulated "
+        f"{report['perf']['simulated_s']:g} s in {report['perf']['wall_s']:.2f} s"
+    )
+
+
+def _simulator(*args: str) -> str:
+    from longhaul.sim import runner  # noqa: PLC0415
+
+    try:
+        program = runner.binary()
+    except runner.SimUnavailableError as exc:
+        fail(str(exc), code=1)
+    done = subprocess.run([str(program), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        fail(f"longhaul-sim {' '.join(args)}: {done.stderr.strip()}", code=1)
+    return done.stdout
+
+
+def _bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+def _show(part: str, result: dict[str, Any]) -> None:
+    if "skipped" in result:
+        console.print(f"{part}: not run: {result['skipped']}")
+        return
+    if part == "usn":
+        table = Table(title="USN TCP profile (published vs simulated)", title_justify="left")
+        for column in ("figure", "published", "simulated", "error", "within 25 %"):
+            table.add_column(column)
+        for check in (*result["profile"], *result["average_dpm"]):
+            verdict = "yes" if check["within"] else "[red]no[/red]"
+            table.add_row(
+                check["what"],
+                f"{check['published']:g}",
+                f"{check['sim']:g}",
+                f"{check['error']:+.0%}",
+                verdict,
+            )
+        console.print(table)
+        for finding in result["findings"]:
+            verdict = "holds" if finding["holds"] else "[red]does not hold[/red]"
+            console.print(f"- {finding['finding']}: {verdict} {finding['evidence']}")
+        return
+    key = "ns3_mbps" if part == "ns3" else "kernel_gbps"
+    ours = "sim_mbps" if part == "ns3" else "sim_gbps"
+    table = Table(title=f"against {part}", title_justify="left")
+    for column in ("cc", "n", "RTT ms", "loss", part, "sim", "ratio", "within"):
+        table.add_column(column)
+    for case in result["cases"]:
+        within = case["within"]
+        verdict = "n/a" if within is None else "yes" if within else "[red]no[/red]"
+        table.add_row(
+            case["cc"],
+            str(case["streams"]),
+            f"{case['rtt_ms']:g}",
+            f"{case.get('loss', 0):g}",
+            str(case[key]),
+            str(case[ours]),
+            str(case["ratio"]),
+            verdict,
+        )
+    console.print(table)
+    console.print(f"{result['within']} of {result['compared']} within {result['tolerance']:.0%}")

@@ -1,0 +1,135 @@
+"""Campaigns with tool = "sim": each run becomes a scenario on the circuit the emulated
+testbed would build for its loop, the scenarios run side by side (locally or on Dask),
+and each result is stored as the same tidy row an emulated run gives, tagged simulated."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from longhaul.errors import InputError
+from longhaul.measure.campaign import Campaign, Run
+from longhaul.measure.rows import Row, Source
+from longhaul.measure.store import ResultsStore
+from longhaul.measure.tools import iperf3
+from longhaul.sim import runner
+from longhaul.sim.scenarios import TcpRun, tcp_scenario
+from longhaul.testbed.plan import loop_spec
+from longhaul.topology import Topology
+
+Progress = Callable[[str, int, int], None]
+"""(what just finished, runs done, runs in all)."""
+
+
+def is_simulated(campaign: Campaign) -> bool:
+    """Whether the campaign runs on the simulator alone; a mix is refused."""
+    tools = {t.tool for t in campaign.tests}
+    if "sim" in tools and tools != {"sim"}:
+        raise InputError(
+            "tests",
+            "a campaign runs either on the testbed or on the simulator: put the "
+            "tool = 'sim' tests in a campaign of their own",
+        )
+    if "sim" in tools and campaign.reservations:
+        raise InputError(
+            "connections.reservations",
+            "a simulated campaign runs on loops (loops_miles), not on reservations",
+        )
+    return tools == {"sim"}
+
+
+def scenario(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str, Any]:
+    """The scenario of one run: its loop's circuit, its parameters, a seed per repetition."""
+    circuit = loop_spec(topology, run.connection.length_miles)
+    if rate_gbps is not None:
+        circuit = replace(circuit, rate_bps=round(rate_gbps * 1e9))
+    values, params = run.test.values, run.params
+    return tcp_scenario(
+        circuit,
+        TcpRun(
+            cc=params["cc"],
+            streams=params["streams"],
+            duration_s=values["duration_s"],
+            warmup_s=values["warmup_s"],
+            host=values["host"],
+            loss=values["loss_per_mile"] * circuit.length_miles,
+            cross_traffic_gbps=params["cross_traffic_gbps"],
+            seed=run.repetition,
+        ),
+    )
+
+
+def row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
+    """The tidy row of a simulated run, read as iperf3's output is."""
+    result = iperf3.parse(json.dumps(report))
+    return Row(
+        campaign=campaign,
+        test=run.test.name,
+        tool="sim",
+        source=Source.SIMULATED,
+        connection=run.connection.name,
+        length_miles=run.connection.length_miles,
+        repetition=run.repetition,
+        started_at=datetime.now(UTC),
+        cc=run.params["cc"],
+        streams=run.params["streams"],
+        cross_traffic_gbps=run.params["cross_traffic_gbps"],
+        duration_s=round(float(report["perf"]["wall_s"]), 3),
+        throughput_gbps=result.goodput_bps / 1e9,
+        retransmits=result.retransmits,
+        rtt_ms=result.rtt_mean_ms,
+        rtt_std_ms=result.rtt_std_ms,
+        extra={
+            "host": run.test.values["host"],
+            "loss_per_mile": run.test.values["loss_per_mile"],
+            "realtime_factor": report["perf"]["realtime_factor"],
+        },
+    )
+
+
+def run_campaign(
+    campaign: Campaign,
+    planned: list[Run],
+    topology: Topology,
+    store: ResultsStore,
+    raw_dir: Path,
+    resume: bool = False,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: Progress | None = None,
+) -> int:
+    """Simulate what is not stored yet, storing each run as it finishes; how many ran."""
+    campaign_id = store.open_campaign(campaign.name, campaign.description, campaign.text)
+    done = store.done(campaign_id)
+    if done and not resume:
+        raise InputError(
+            "campaign",
+            f"{campaign.name!r} has results already: --resume continues it, "
+            "--fresh starts it again",
+        )
+    todo = [r for r in planned if r.key not in done]
+    scenarios = [scenario(r, topology, campaign.rate_gbps) for r in todo]
+    folder = raw_dir / campaign.name.replace("/", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    finished = 0
+
+    def keep(index: int, report: dict[str, Any]) -> None:
+        nonlocal finished
+        run = todo[index]
+        row = row_of(run, campaign.name, report)
+        raw_path = folder / f"sim-{len(done) + index + 1:05d}.json"
+        raw_path.write_text(json.dumps(report))
+        row.raw_ref = str(raw_path)
+        store.add(campaign_id, run.key, row)
+        finished += 1
+        if progress:
+            what = f"{run.connection.name}, {run.params['cc']}, n = {run.params['streams']}"
+            progress(what, finished, len(todo))
+
+    runner.run_many(scenarios, workers=workers, scheduler=scheduler, on_done=keep)
+    store.finish_campaign(campaign.name)
+    return finished

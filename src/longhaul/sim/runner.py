@@ -1,0 +1,103 @@
+"""Running `longhaul-sim`: one scenario in a subprocess, many side by side in a local
+pool of processes or on a Dask cluster (`tcp://host:8786`, or a LocalCluster)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from longhaul.errors import InputError
+
+_REPO_BINARY = Path(__file__).resolve().parents[3] / "target" / "release" / "longhaul-sim"
+TIMEOUT_S = 3600.0
+"""A scenario that runs longer than this (wall clock) is stopped."""
+
+
+class SimUnavailableError(RuntimeError):
+    """longhaul-sim is not built; the message says how to build it."""
+
+
+def binary() -> Path:
+    """The simulator: `$LONGHAUL_SIM`, the workspace's release build, or one on PATH."""
+    candidates = [os.environ.get("LONGHAUL_SIM"), str(_REPO_BINARY), shutil.which("longhaul-sim")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    raise SimUnavailableError(
+        "longhaul-sim is not built: run `make setup` (it runs "
+        "`cargo build --release -p longhaul-sim`), or set LONGHAUL_SIM to the binary"
+    )
+
+
+def run_scenario(scenario: dict[str, Any]) -> dict[str, Any]:
+    """One scenario's results (iperf3-shaped JSON plus counters and perf)."""
+    done = subprocess.run(
+        [str(binary()), "run", "-"],
+        input=json.dumps(scenario),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode == 2:
+        raise InputError("scenario", done.stderr.strip().removeprefix("longhaul-sim: "))
+    if done.returncode != 0:
+        raise RuntimeError(f"longhaul-sim failed: {done.stderr.strip()[-500:]}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+Done = Callable[[int, dict[str, Any]], None]
+"""Called as each scenario finishes: its index in the input and its results."""
+
+
+def run_many(
+    scenarios: Sequence[dict[str, Any]],
+    workers: int | None = None,
+    scheduler: str | None = None,
+    on_done: Done | None = None,
+) -> list[dict[str, Any]]:
+    """Every scenario's results, in input order. Locally, `workers` simulators run side
+    by side (default: one per core); with `scheduler` (`tcp://host:8786`, or `local`
+    for a LocalCluster), on Dask workers that have longhaul installed."""
+    results: list[dict[str, Any] | None] = [None] * len(scenarios)
+    stream = _on_dask(scenarios, scheduler) if scheduler else _locally(scenarios, workers)
+    for index, report in stream:
+        results[index] = report
+        if on_done:
+            on_done(index, report)
+    return [r for r in results if r is not None]
+
+
+def _locally(
+    scenarios: Sequence[dict[str, Any]], workers: int | None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    # Each simulation is its own process already; threads only wait on them.
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        futures = {pool.submit(run_scenario, s): i for i, s in enumerate(scenarios)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _on_dask(
+    scenarios: Sequence[dict[str, Any]], scheduler: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    from dask.distributed import Client, LocalCluster, as_completed  # noqa: PLC0415
+
+    cluster = LocalCluster(processes=True, threads_per_worker=1) if scheduler == "local" else None
+    client = Client(cluster if cluster is not None else scheduler)
+    try:
+        futures = client.map(run_scenario, list(scenarios), pure=False)
+        positions = {future.key: i for i, future in enumerate(futures)}
+        for future in as_completed(futures):
+            yield positions[future.key], future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

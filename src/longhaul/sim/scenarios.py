@@ -1,0 +1,52 @@
+"""Scenarios for `longhaul-sim`, built from the topology and a campaign's parameters, so
+a simulated run sees the same circuit (rate, delay, queue) the emulated one would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from longhaul.testbed.plan import CircuitSpec
+
+DEFAULT_HOST = "usn-type-1"
+"""USN's 10GigE hosts of 2008 (PCI-Express, Linux 2.6.18 auto-tuning ceilings)."""
+HOST_PRESETS = ("usn-type-1", "usn-type-2", "usn-type-3", "linux-2.6.18")
+"""The host presets longhaul-sim knows (`longhaul-sim presets`)."""
+SIM_CC = ("reno", "bic", "cubic", "htcp", "highspeed", "scalable", "vegas")
+"""The congestion controls longhaul-sim models."""
+
+
+@dataclass(frozen=True)
+class TcpRun:
+    """One simulated iperf3-like run: n streams of one congestion control for a while."""
+
+    cc: str
+    streams: int
+    duration_s: float
+    warmup_s: float
+    host: str = DEFAULT_HOST
+    loss: float = 0.0
+    cross_traffic_gbps: float = 0.0
+    seed: int = 1
+
+
+def tcp_scenario(circuit: CircuitSpec, run: TcpRun) -> dict[str, Any]:
+    """The scenario JSON (as a dict) for `run` over `circuit`."""
+    path: dict[str, Any] = {
+        "rate_bps": float(circuit.rate_bps),
+        "rtt_ms": circuit.rtt_ms,
+        "queue_bytes": circuit.queue_bytes or circuit.bdp_bytes,
+        "loss": {"random": run.loss or circuit.loss},
+    }
+    if run.cross_traffic_gbps > 0:
+        path["cross_traffic_bps"] = run.cross_traffic_gbps * 1e9
+    return {
+        "duration_s": run.duration_s,
+        "omit_s": run.warmup_s,
+        "interval_s": 1.0,
+        "cc": run.cc,
+        "streams": run.streams,
+        "seed": run.seed,
+        "path": path,
+        "host_preset": run.host,
+    }

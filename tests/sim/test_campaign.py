@@ -1,0 +1,86 @@
+"""A campaign with tool = "sim": the same tidy rows as an emulated one, tagged simulated,
+run without root, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from longhaul.db import Database
+from longhaul.measure.store import ResultsStore
+
+CAMPAIGN = """
+name = "sim-small"
+[connections]
+loops_miles = [1400, 8600]
+[[tests]]
+test = "tcp_throughput"
+tool = "sim"
+cc = ["bic", "htcp"]
+streams = [1, 4]
+duration_s = 2
+warmup_s = 1
+loss_per_mile = 4e-8
+"""
+
+
+def longhaul(*args: str, home: Path, user: int | None = None) -> subprocess.CompletedProcess[str]:
+    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "longhaul", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "LONGHAUL_HOME": str(home), "COLUMNS": "100"},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def home():
+    # Outside pytest's own temporary tree, which only root may enter.
+    with tempfile.TemporaryDirectory(prefix="longhaul-sim-campaign-") as folder:
+        os.chmod(folder, 0o777)
+        (Path(folder) / "sim.toml").write_text(CAMPAIGN)
+        yield Path(folder)
+
+
+def test_a_simulated_campaign_runs_without_root_and_stores_tidy_rows(home):
+    # An unprivileged user: the simulator needs no namespaces.
+    ran = longhaul("campaign", "run", str(home / "sim.toml"), home=home, user=65534)
+    assert ran.returncode == 0, ran.stderr
+    assert "8 run(s) stored" in ran.stdout
+    db = Database(f"sqlite:///{home / 'longhaul.db'}")
+    rows = ResultsStore(db).rows("sim-small")
+    db.dispose()
+    assert len(rows) == 8
+    assert {(r.source.value, r.tool, r.test) for r in rows} == {
+        ("simulated", "sim", "tcp_throughput")
+    }
+    by = {(r.cc, round(r.length_miles or 0), r.streams): r for r in rows}
+    # One stream is window-bound: 3 MiB over 26.7 ms is under 1 Gb/s, less at 163 ms.
+    assert 0.3 < by["bic", 1400, 1].throughput_gbps < 1.0
+    assert by["bic", 8600, 1].throughput_gbps < by["bic", 1400, 1].throughput_gbps
+    assert by["htcp", 1400, 4].throughput_gbps > by["htcp", 1400, 1].throughput_gbps
+    raw = json.loads(Path(by["htcp", 8600, 4].raw_ref or "").read_text())
+    assert raw["scenario"]["path"]["loss"]["random"] == pytest.approx(4e-8 * 8600.2)
+
+    again = longhaul("campaign", "run", str(home / "sim.toml"), home=home)
+    assert again.returncode == 2 and "--resume" in again.stderr
+    resumed = longhaul("campaign", "run", str(home / "sim.toml"), "--resume", home=home)
+    assert resumed.returncode == 0 and "0 run(s) stored" in resumed.stdout
+
+    profile = longhaul("analyze", "profile", "sim-small", "--streams", "1..4", "--json", home=home)
+    found = {p["cc"]: p for p in json.loads(profile.stdout)["profiles"]}
+    assert set(found) == {"bic", "htcp"} and found["bic"]["source"] == "simulated"
+
+
+def test_a_campaign_mixing_the_testbed_and_the_simulator_is_refused(home):
+    mixed = CAMPAIGN + '\n[[tests]]\ntest = "rtt"\ntool = "ping"\n'
+    (home / "mixed.toml").write_text(mixed)
+    result = longhaul("campaign", "run", str(home / "mixed.toml"), home=home)
+    assert result.returncode == 2
+    assert "either on the testbed or on the simulator" in result.stderr
