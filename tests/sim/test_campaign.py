@@ -26,6 +26,7 @@ cc = ["bic", "htcp"]
 streams = [1, 4]
 duration_s = 2
 warmup_s = 1
+loss_per_packet = 1e-6
 loss_per_mile = 4e-8
 """
 
@@ -66,7 +67,8 @@ def test_a_simulated_campaign_runs_without_root_and_stores_tidy_rows(home):
     assert by["bic", 8600, 1].throughput_gbps < by["bic", 1400, 1].throughput_gbps
     assert by["htcp", 1400, 4].throughput_gbps > by["htcp", 1400, 1].throughput_gbps
     raw = json.loads(Path(by["htcp", 8600, 4].raw_ref or "").read_text())
-    assert raw["scenario"]["path"]["loss"]["random"] == pytest.approx(4e-8 * 8600.2)
+    assert raw["scenario"]["path"]["loss"]["random"] == pytest.approx(1e-6 + 4e-8 * 8600.2)
+    assert by["htcp", 8600, 4].extra["loss_per_packet"] == 1e-6
 
     again = longhaul("campaign", "run", str(home / "sim.toml"), home=home)
     assert again.returncode == 2 and "--resume" in again.stderr

@@ -202,7 +202,31 @@ fn htcp_beta_adapts_to_the_rtt_ratio() {
     cc.on_congestion_event(0);
     assert_eq!(cc.beta(), 0.5);
     cc.on_congestion_event(MS);
-    assert!((cc.beta() - 0.8).abs() < 1e-9, "100/125: {}", cc.beta());
+    // 100/125 = 0.8 in 128ths is 102.4: the kernel keeps 102.
+    assert!(
+        (cc.beta() - 102.0 / 128.0).abs() < 1e-9,
+        "100/125: {}",
+        cc.beta()
+    );
+}
+
+#[test]
+fn htcp_scales_alpha_with_the_kernels_integers() {
+    // Within the first second f = 1; the scaling divisor is floor(8000 / (10 RTTmin ms)).
+    // 163 ms: divisor 4, factor 8 / 4 = 2 (the real-valued 1.63 rounds up).
+    assert_eq!(htcp::alpha(0.5, 163 * MS, 0.5), 2.0);
+    // 128 ms: divisor 6, 8 / 6 = 1.
+    assert_eq!(htcp::alpha(0.5, 128 * MS, 0.5), 1.0);
+    // 26.8 ms: divisor 29, 8 / 29 = 0, which the kernel raises to 1.
+    assert_eq!(htcp::alpha(0.5, 26_800_000, 0.5), 1.0);
+    // 1.5 s after the loss f = 1 + (10 * 500 + 250 * 250 / 1000) / 1000 = 6;
+    // at 163 ms 6 * 8 / 4 = 12, at 128 ms 48 / 6 = 8, at 26.8 ms 48 / 29 = 1.
+    assert_eq!(htcp::delta_factor(1.5), 6.0);
+    assert_eq!(htcp::alpha(1.5, 163 * MS, 0.5), 12.0);
+    assert_eq!(htcp::alpha(1.5, 128 * MS, 0.5), 8.0);
+    assert_eq!(htcp::alpha(1.5, 26_800_000, 0.5), 1.0);
+    // The decrease keeps (1 - beta) in 128ths.
+    assert!((htcp::alpha(1.5, 163 * MS, 102.0 / 128.0) - 12.0 * 2.0 * 26.0 / 128.0).abs() < 1e-12);
 }
 
 #[test]

@@ -78,6 +78,7 @@ TESTS: dict[str, TestKind] = {
                 Param("duration_s", float, 10.0, grid=False, low=1, high=3600),
                 Param("warmup_s", float, 2.0, grid=False, low=0, high=600),
                 Param("host", str, DEFAULT_HOST, grid=False, choices=HOST_PRESETS, tools=("sim",)),
+                Param("loss_per_packet", float, 0.0, grid=False, low=0, high=0.1, tools=("sim",)),
                 Param("loss_per_mile", float, 0.0, grid=False, low=0, high=1e-4, tools=("sim",)),
                 *_COMMON,
             ),

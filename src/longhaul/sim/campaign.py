@@ -17,7 +17,7 @@ from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
 from longhaul.measure.tools import iperf3
 from longhaul.sim import runner
-from longhaul.sim.scenarios import TcpRun, tcp_scenario
+from longhaul.sim.scenarios import TcpRun, random_loss, tcp_scenario
 from longhaul.testbed.plan import loop_spec
 from longhaul.topology import Topology
 
@@ -56,7 +56,9 @@ def scenario(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str,
             duration_s=values["duration_s"],
             warmup_s=values["warmup_s"],
             host=values["host"],
-            loss=values["loss_per_mile"] * circuit.length_miles,
+            loss=random_loss(
+                circuit.length_miles, values["loss_per_packet"], values["loss_per_mile"]
+            ),
             cross_traffic_gbps=params["cross_traffic_gbps"],
             seed=run.repetition,
         ),
@@ -85,6 +87,7 @@ def row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
         rtt_std_ms=result.rtt_std_ms,
         extra={
             "host": run.test.values["host"],
+            "loss_per_packet": run.test.values["loss_per_packet"],
             "loss_per_mile": run.test.values["loss_per_mile"],
             "realtime_factor": report["perf"]["realtime_factor"],
         },

@@ -30,6 +30,12 @@ class TcpRun:
     seed: int = 1
 
 
+def random_loss(length_miles: float, loss_per_packet: float, loss_per_mile: float) -> float:
+    """The random loss per packet of a loop: a floor every path has (hosts, NICs, the
+    edge conversions) plus a share for every mile of line and equipment it crosses."""
+    return loss_per_packet + loss_per_mile * length_miles
+
+
 def tcp_scenario(circuit: CircuitSpec, run: TcpRun) -> dict[str, Any]:
     """The scenario JSON (as a dict) for `run` over `circuit`."""
     path: dict[str, Any] = {

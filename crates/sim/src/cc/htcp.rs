@@ -1,57 +1,81 @@
-//! H-TCP (Leith & Shorten 2004) as Linux's `tcp_htcp.c`: the increase per RTT grows with
-//! the time Δ since the last congestion event, alpha = 2 (1 - beta) f(Δ) with
-//! f(Δ) = 1 + 10 (Δ - `Δ_L`) + ((Δ - `Δ_L`) / 2)^2 beyond `Δ_L` = 1 s, scaled by the minimum
-//! RTT (x 10·RTTmin, clamped to [0.1, 2]); the decrease is adaptive,
+//! H-TCP (Leith & Shorten 2004) as Linux's `tcp_htcp.c` computes it, in its integer
+//! arithmetic: the increase per RTT grows with the time Δ since the last congestion
+//! event, alpha = 2 (1 - beta) f(Δ) with f(Δ) = 1 + 10 (Δ - `Δ_L`) + ((Δ - `Δ_L`) / 2)^2
+//! beyond `Δ_L` = 1 s, times the RTT scaling 10·RTTmin; the decrease is adaptive,
 //! beta = `RTTmin` / `RTTmax` clamped to [0.5, 0.8] (0.5 at the first loss, and when
 //! `RTTmin` <= 10 ms). Not modelled: the bandwidth switch (beta = 0.5 after a >20% change
 //! of throughput between losses) and undo.
+//!
+//! The kernel's integers matter on long paths, so they are kept: f is a whole number of
+//! jiffies' worth (HZ = 1000, as the distributions' 2.6.18 kernels ran), the RTT scaling
+//! is `f · 8 / floor(8 HZ / (10 RTTmin))` with the divisor clamped to [4, 80] and the
+//! result at least 1, and beta is in 128ths. So in the first second after a loss a
+//! 163 ms path grows by 2 (1 - beta) segments per RTT where the real-valued formula
+//! gives 1.63 (1 - beta), a 128 ms path by 1, and a 26.8 ms path by 2 (1 - beta) instead
+//! of 0.27 (1 - beta): scaling never brings the factor below 1.
 
 use super::{CongestionControl, NS_PER_S, Window};
 
 pub const DELTA_L_S: f64 = 1.0;
-pub const BETA_MIN: f64 = 0.5;
-pub const BETA_MAX: f64 = 0.8;
+/// Jiffies per second of the modelled kernels.
+pub const HZ: u64 = 1000;
+/// beta's bounds in 128ths, as `tcp_htcp.c` has them (0.5 and 0.797).
+pub const BETA_MIN_128: u64 = 64;
+pub const BETA_MAX_128: u64 = 102;
+pub const BETA_MIN: f64 = BETA_MIN_128 as f64 / 128.0;
+pub const BETA_MAX: f64 = BETA_MAX_128 as f64 / 128.0;
 const MAX_RTT_STEP_NS: u64 = 20_000_000;
 const RTT_SCALING_MIN_RTT_NS: u64 = 10_000_000;
 
 pub struct Htcp {
     w: Window,
-    beta: f64,
+    /// In 128ths.
+    beta_128: u64,
     modeswitch: bool,
     last_cong_ns: u64,
     min_rtt_ns: u64,
     max_rtt_ns: u64,
 }
 
-/// f(Δ): the unscaled increase factor.
+fn jiffies(ns: u64) -> u64 {
+    ns * HZ / 1_000_000_000
+}
+
+/// f(Δ), the unscaled increase factor, in whole numbers as the kernel has it.
 pub fn delta_factor(delta_s: f64) -> f64 {
-    if delta_s <= DELTA_L_S {
-        1.0
-    } else {
-        let d = delta_s - DELTA_L_S;
-        1.0 + 10.0 * d + (d / 2.0) * (d / 2.0)
+    let diff = jiffies((delta_s.max(0.0) * NS_PER_S) as u64);
+    if diff <= HZ {
+        return 1.0;
     }
+    let d = diff - HZ;
+    (1 + (10 * d + (d / 2) * (d / 2) / HZ) / HZ) as f64
 }
 
-/// The RTT scaling of the increase: 10 `RTTmin` (in seconds), clamped to [0.1, 2].
+/// The RTT scaling's divisor, in eighths: `floor(8 HZ / (10 RTTmin))` within [4, 80];
+/// `None` before any RTT is known (no scaling).
+fn rtt_scale_eighths(min_rtt_ns: u64) -> Option<u64> {
+    let min_rtt = jiffies(min_rtt_ns);
+    (min_rtt > 0).then(|| ((HZ << 3) / (10 * min_rtt)).clamp(4, 80))
+}
+
+/// The RTT scaling of the increase, about 10 `RTTmin` (in seconds) within [0.1, 2].
 pub fn rtt_scale(min_rtt_ns: u64) -> f64 {
-    if min_rtt_ns == 0 {
-        1.0
-    } else {
-        (10.0 * min_rtt_ns as f64 / NS_PER_S).clamp(0.1, 2.0)
-    }
+    rtt_scale_eighths(min_rtt_ns).map_or(1.0, |scale| 8.0 / scale as f64)
 }
 
-/// alpha(Δ): segments added per RTT.
+/// alpha(Δ): segments added per RTT, from the integer factor as the kernel rounds it.
 pub fn alpha(delta_s: f64, min_rtt_ns: u64, beta: f64) -> f64 {
-    2.0 * (1.0 - beta) * delta_factor(delta_s) * rtt_scale(min_rtt_ns)
+    let factor = delta_factor(delta_s) as u64;
+    let scaled =
+        rtt_scale_eighths(min_rtt_ns).map_or(factor, |scale| ((factor << 3) / scale).max(1));
+    2.0 * scaled as f64 * (1.0 - beta)
 }
 
 impl Htcp {
     pub fn new(w: Window) -> Self {
         Self {
             w,
-            beta: BETA_MIN,
+            beta_128: BETA_MIN_128,
             modeswitch: false,
             last_cong_ns: 0,
             min_rtt_ns: 0,
@@ -60,19 +84,20 @@ impl Htcp {
     }
 
     pub fn beta(&self) -> f64 {
-        self.beta
+        self.beta_128 as f64 / 128.0
     }
 
     pub fn alpha_at(&self, now_ns: u64) -> f64 {
         let delta_s = now_ns.saturating_sub(self.last_cong_ns) as f64 / NS_PER_S;
-        alpha(delta_s, self.min_rtt_ns, self.beta)
+        alpha(delta_s, self.min_rtt_ns, self.beta())
     }
 
     fn update_beta(&mut self) {
         if self.modeswitch && self.min_rtt_ns > RTT_SCALING_MIN_RTT_NS && self.max_rtt_ns > 0 {
-            self.beta = (self.min_rtt_ns as f64 / self.max_rtt_ns as f64).clamp(BETA_MIN, BETA_MAX);
+            self.beta_128 = ((jiffies(self.min_rtt_ns) << 7) / jiffies(self.max_rtt_ns).max(1))
+                .clamp(BETA_MIN_128, BETA_MAX_128);
         } else {
-            self.beta = BETA_MIN;
+            self.beta_128 = BETA_MIN_128;
             self.modeswitch = true;
         }
         // Slowly forget the maximum, for route changes.
@@ -111,7 +136,7 @@ impl CongestionControl for Htcp {
     fn on_congestion_event(&mut self, now_ns: u64) {
         self.update_beta();
         self.last_cong_ns = now_ns;
-        self.w.reduce_to(self.beta);
+        self.w.reduce_to(self.beta());
     }
     fn on_rto(&mut self, now_ns: u64, reduce: bool) {
         if reduce {

@@ -129,6 +129,34 @@ impl RangeSet {
         removed
     }
 
+    /// Forget `[start, end)`; returns the bytes removed.
+    pub fn remove(&mut self, start: u64, end: u64) -> u64 {
+        if start >= end {
+            return 0;
+        }
+        let mut removed = 0;
+        // The range starting below `start` may reach into it: keep its head (and its
+        // tail, if it reaches past `end`).
+        if let Some((&s, &e)) = self.map.range(..start).next_back()
+            && e > start
+        {
+            self.map.insert(s, start);
+            if e > end {
+                self.map.insert(end, e);
+            }
+            removed += e.min(end) - start;
+        }
+        while let Some((&s, &e)) = self.map.range(start..end).next() {
+            self.map.remove(&s);
+            if e > end {
+                self.map.insert(end, e);
+            }
+            removed += e.min(end) - s;
+        }
+        self.total_bytes -= removed;
+        removed
+    }
+
     /// Bytes covered within `[a, b)`; walks the ranges there, so meant for short spans.
     pub fn covered_in(&self, a: u64, b: u64) -> u64 {
         if a >= b {
@@ -182,6 +210,12 @@ mod tests {
             }
             let b = a + len;
             prop_assert_eq!(set.covered_in(a, b), all.range(a..b.max(a)).count() as u64);
+            let mut punched = set.clone();
+            prop_assert_eq!(punched.remove(a, b), all.range(a..b).count() as u64);
+            let left: std::collections::BTreeSet<u64> =
+                all.iter().copied().filter(|x| !(a..b).contains(x)).collect();
+            prop_assert_eq!(punched.total_bytes(), left.len() as u64);
+            prop_assert_eq!(punched.iter().flat_map(|r| r.start..r.end).collect::<std::collections::BTreeSet<u64>>(), left);
             let removed = set.remove_below(cut);
             prop_assert_eq!(removed, all.range(..cut).count() as u64);
             prop_assert_eq!(set.total_bytes(), all.range(cut..).count() as u64);

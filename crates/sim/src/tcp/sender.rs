@@ -10,8 +10,12 @@
 //!
 //! and the last term is `(lost_boundary - high_rxt)` minus the `SACKed` bytes between them,
 //! which `sacked_below_rxt` (`SACKed` bytes in `[snd_una, high_rxt)`) and a short walk
-//! down from the top give in logarithmic time. A retransmission that is lost again stays
-//! in the pipe until the RTO, as in Linux of that era.
+//! down from the top give in logarithmic time, less the retransmissions found lost again.
+//! A retransmission is lost again, as in Linux's `tcp_mark_lost_retrans` (2.6.18 had it
+//! in `tcp_sacktag_write_queue`), once `DUPTHRESH` segments sent after it are `SACKed`:
+//! it is sent once more within the same recovery, and no RTO is needed.
+
+use std::collections::VecDeque;
 
 use crate::cc::CongestionControl;
 use crate::packet::{Kind, Packet};
@@ -53,8 +57,19 @@ pub struct SenderStats {
     pub bytes_sent: u64,
     pub segments_sent: u64,
     pub retransmits: u64,
+    /// Retransmissions found lost again before the RTO (Linux's `TCPLostRetransmit`).
+    pub lost_retransmits: u64,
     pub fast_recoveries: u64,
     pub timeouts: u64,
+}
+
+/// A retransmitted segment that may still be in flight, with `snd_nxt` when it left.
+/// Every byte at or above `snd_nxt_at_send` was first sent after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Retransmission {
+    start: u64,
+    end: u64,
+    snd_nxt_at_send: u64,
 }
 
 pub struct TcpSender {
@@ -69,6 +84,12 @@ pub struct TcpSender {
     scoreboard: RangeSet,
     high_rxt: u64,
     sacked_below_rxt: u64,
+    /// Retransmissions not yet known delivered or lost, in the order they were sent, so
+    /// with `snd_nxt_at_send` non-decreasing.
+    retransmissions: VecDeque<Retransmission>,
+    /// Retransmitted bytes taken as lost again and not yet sent again: below `high_rxt`,
+    /// never `SACKed`.
+    lost_retransmits: RangeSet,
     dupacks: u32,
     /// Fast retransmit sends one segment whatever the window says.
     force_one: bool,
@@ -94,6 +115,8 @@ impl TcpSender {
             scoreboard: RangeSet::new(),
             high_rxt: 0,
             sacked_below_rxt: 0,
+            retransmissions: VecDeque::new(),
+            lost_retransmits: RangeSet::new(),
             dupacks: 0,
             force_one: false,
             rtt: RttEstimator::new(config.min_rto_ns),
@@ -161,7 +184,7 @@ impl TcpSender {
         } else {
             0
         };
-        outstanding - sacked - unretransmitted_lost
+        outstanding - sacked - unretransmitted_lost - self.lost_retransmits.total_bytes()
     }
 
     /// Move the retransmission pointer up to `to`, counting the `SACKed` bytes it passes.
@@ -176,6 +199,10 @@ impl TcpSender {
     fn next_retransmit(&self) -> Option<(u64, u64)> {
         if self.state == State::Open {
             return None;
+        }
+        // Retransmissions lost again lie below `high_rxt`, so they are the lowest holes.
+        if let Some(r) = self.lost_retransmits.first() {
+            return Some((r.start, (r.end - r.start).min(self.mss())));
         }
         let at = self
             .scoreboard
@@ -218,8 +245,7 @@ impl TcpSender {
             return None;
         }
         let pkt = if let Some((seq, len)) = self.next_retransmit() {
-            self.advance_high_rxt(seq + len);
-            self.stats.retransmits += 1;
+            self.note_retransmit(seq, seq + len);
             let mut pkt = self.segment(seq, len, now_ns);
             pkt.retransmit = true;
             pkt
@@ -238,6 +264,65 @@ impl TcpSender {
         Some(pkt)
     }
 
+    /// Book a retransmission of `[start, end)` about to leave.
+    fn note_retransmit(&mut self, start: u64, end: u64) {
+        self.lost_retransmits.remove(start, end);
+        self.advance_high_rxt(end);
+        self.retransmissions.push_back(Retransmission {
+            start,
+            end,
+            snd_nxt_at_send: self.snd_nxt,
+        });
+        self.stats.retransmits += 1;
+    }
+
+    /// Lost retransmissions, found as Linux's `tcp_mark_lost_retrans` (and RACK) does, in
+    /// sequence space and with FACK's margin: once the receiver has `SACKed` `DUPTHRESH`
+    /// segments beyond what was `snd_nxt` when a retransmission left, segments sent after
+    /// it have arrived and it has not, so on a path that keeps order it is lost. Its
+    /// unSACKed bytes leave the pipe and may be sent again at once, within the same
+    /// recovery and with no further reduction. Each retransmission is looked at once:
+    /// amortized constant time per ACK.
+    fn detect_lost_retransmits(&mut self) {
+        let Some(highest_sacked) = self.scoreboard.highest_end() else {
+            return;
+        };
+        let margin = DUPTHRESH * self.mss();
+        while let Some(&r) = self.retransmissions.front()
+            && r.snd_nxt_at_send + margin <= highest_sacked
+        {
+            self.retransmissions.pop_front();
+            if self.mark_unsacked_lost(r.start.max(self.snd_una), r.end) {
+                self.stats.lost_retransmits += 1;
+            }
+        }
+    }
+
+    /// Take the unSACKed bytes of `[start, end)` (a segment, so few holes) as lost again;
+    /// returns whether there were any.
+    fn mark_unsacked_lost(&mut self, start: u64, end: u64) -> bool {
+        let mut any = false;
+        let mut at = self.scoreboard.skip_covered(start);
+        while at < end {
+            let hole_end = self
+                .scoreboard
+                .next_start_after(at)
+                .map_or(end, |s| s.min(end));
+            self.lost_retransmits.insert(at, hole_end, 0);
+            any = true;
+            at = self.scoreboard.skip_covered(hole_end);
+        }
+        any
+    }
+
+    /// Forget every retransmission: the retransmission pointer restarts at `snd_una`.
+    fn reset_retransmissions(&mut self) {
+        self.high_rxt = self.snd_una;
+        self.sacked_below_rxt = 0;
+        self.retransmissions.clear();
+        self.lost_retransmits = RangeSet::new();
+    }
+
     /// Whether the window, not the application or the receiver, held the sender back
     /// (Linux's `tcp_is_cwnd_limited` with TSO: less than a third of cwnd unused).
     fn cwnd_limited(pipe_bytes: u64, cwnd_bytes: u64) -> bool {
@@ -251,12 +336,21 @@ impl TcpSender {
             if start < end {
                 let inserted = self.scoreboard.insert(start, end, self.high_rxt);
                 self.sacked_below_rxt += inserted.new_below_pivot;
+                // A retransmission taken as lost that arrives after all was only late.
+                if !self.lost_retransmits.is_empty() {
+                    self.lost_retransmits.remove(start, end);
+                }
             }
         }
     }
 
     fn advance_una(&mut self, ack: u64) {
         let removed = self.scoreboard.remove_below(ack);
+        self.lost_retransmits.remove_below(ack);
+        // Usually the oldest retransmission is the lowest: drop those acknowledged.
+        while self.retransmissions.front().is_some_and(|r| r.end <= ack) {
+            self.retransmissions.pop_front();
+        }
         self.snd_una = ack;
         if ack <= self.high_rxt {
             self.sacked_below_rxt -= removed;
@@ -271,8 +365,7 @@ impl TcpSender {
         self.state = State::Recovery {
             point: self.snd_nxt,
         };
-        self.high_rxt = self.snd_una;
-        self.sacked_below_rxt = 0;
+        self.reset_retransmissions();
         self.force_one = true;
         self.stats.fast_recoveries += 1;
     }
@@ -301,6 +394,7 @@ impl TcpSender {
         } else if pkt.ack == self.snd_una && self.snd_una < self.snd_nxt {
             self.dupacks += 1;
         }
+        self.detect_lost_retransmits();
         if let State::Recovery { point } | State::Loss { point } = self.state
             && self.snd_una >= point
         {
@@ -336,8 +430,7 @@ impl TcpSender {
         self.state = State::Loss {
             point: self.snd_nxt,
         };
-        self.high_rxt = self.snd_una;
-        self.sacked_below_rxt = 0;
+        self.reset_retransmissions();
         self.dupacks = 0;
         self.backoff += 1;
         self.stats.timeouts += 1;
@@ -422,6 +515,43 @@ mod tests {
         assert_eq!(s.state(), State::Open);
         assert_eq!(s.stats().fast_recoveries, 1);
         assert_eq!(s.stats().retransmits, 1);
+    }
+
+    #[test]
+    fn a_retransmission_lost_again_is_sent_again_without_a_timeout() {
+        let mut s = sender(10.0);
+        s.peer_right_edge = u64::MAX / 2;
+        drain(&mut s, 0);
+        // Segment 0 lost; 1..=3 SACKed: recovery, segment 0 goes again with snd_nxt 10.
+        s.on_ack(10, &ack(0, &[(MSS, 4 * MSS)]));
+        let out = drain(&mut s, 10);
+        assert_eq!((out[0].seq, out[0].retransmit, out.len()), (0, true, 1));
+        for k in 5..=9 {
+            s.on_ack(11, &ack(0, &[(MSS, k * MSS)]));
+        }
+        let new_data = drain(&mut s, 11);
+        assert!(new_data.iter().all(|p| !p.retransmit && p.seq >= 10 * MSS));
+        // Segments sent after the retransmission arrive, up to two beyond it: not yet.
+        s.on_ack(20, &ack(0, &[(MSS, 10 * MSS), (10 * MSS, 12 * MSS)]));
+        assert_eq!(s.stats().lost_retransmits, 0);
+        // Three beyond it: the retransmission is lost, leaves the pipe and goes again,
+        // within the same recovery and with no further reduction.
+        let cwnd = s.cc().cwnd_bytes();
+        s.on_ack(21, &ack(0, &[(MSS, 13 * MSS)]));
+        assert_eq!(s.stats().lost_retransmits, 1);
+        let again = drain(&mut s, 21);
+        assert!(
+            again.first().is_some_and(|p| p.seq == 0 && p.retransmit),
+            "{again:?}"
+        );
+        assert_eq!(s.stats().retransmits, 2);
+        assert_eq!(s.stats().fast_recoveries, 1);
+        assert_eq!(s.stats().timeouts, 0);
+        assert!(s.cc().cwnd_bytes() >= cwnd);
+        // A late copy of the first retransmission SACKed: nothing is owed any more.
+        s.on_ack(22, &ack(14 * MSS, &[]));
+        assert_eq!(s.state(), State::Open);
+        assert_eq!(drain(&mut s, 22).iter().filter(|p| p.retransmit).count(), 0);
     }
 
     #[test]
