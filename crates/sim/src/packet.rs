@@ -39,6 +39,10 @@ pub struct Packet {
     /// Sender's clock when sent (`TSval`) and the peer's `TSval` it echoes (`TSecr`).
     pub ts_ns: u64,
     pub ts_echo_ns: u64,
+    /// On an ACK, the `TSval` and end of the data segment that caused it: what Linux's
+    /// RACK learns by finding the newly delivered segment in its retransmission queue.
+    pub delivered_ts_ns: u64,
+    pub delivered_end: u64,
     pub retransmit: bool,
     pub sack_count: u8,
     pub sack: [Range; MAX_SACK_BLOCKS],
@@ -57,6 +61,8 @@ impl Packet {
             wnd_bytes: 0,
             ts_ns: 0,
             ts_echo_ns: 0,
+            delivered_ts_ns: 0,
+            delivered_end: 0,
             retransmit: false,
             sack_count: 0,
             sack: [Range::default(); MAX_SACK_BLOCKS],

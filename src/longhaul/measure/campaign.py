@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longhaul.errors import InputError
-from longhaul.sim.scenarios import DEFAULT_HOST, HOST_PRESETS, SIM_CC
+from longhaul.sim.scenarios import DEFAULT_HOST, HOST_PRESET_MTU_BYTES, HOST_PRESETS, SIM_CC
 
 
 @dataclass(frozen=True)
@@ -120,9 +120,11 @@ TESTS: dict[str, TestKind] = {
 }
 """Every test longhaul runs, with its tools and parameters."""
 
-SIM_REALTIME_FACTOR = 8.0
-"""Simulated seconds per wall-clock second of longhaul-sim at 10 Gb/s, rounded down from
-`longhaul bench sim` (9-11 on this machine); slower paths simulate faster."""
+SIM_PACKETS_PER_S = 6e6
+"""Data packets longhaul-sim moves per wall-clock second on one core, rounded down from
+`longhaul bench sim` (8-10 million at 10 Gb/s with MTU 1500 on this machine)."""
+SIM_LINE_RATE_BPS = 10e9
+"""What no simulated host sends faster than (the presets' 10GigE NICs)."""
 
 LONG_CAMPAIGN_S = 3600.0
 """A campaign estimated longer than this needs `--yes`."""
@@ -195,7 +197,9 @@ class Run:
         v: dict[str, float] = self.test.values
         rtt_s = self.connection.rtt_ms / 1000
         if self.test.tool == "sim":
-            return (v["duration_s"] + v["warmup_s"]) / SIM_REALTIME_FACTOR
+            mtu_bytes = HOST_PRESET_MTU_BYTES[str(self.test.values.get("host", DEFAULT_HOST))]
+            packets = SIM_LINE_RATE_BPS / 8 / mtu_bytes * (v["duration_s"] + v["warmup_s"])
+            return 0.2 + packets / SIM_PACKETS_PER_S
         if self.test.name == "tcp_throughput":
             streams: int = self.params["streams"]
             return v["duration_s"] + v["warmup_s"] + 2 + (10 + 4 * streams) * rtt_s

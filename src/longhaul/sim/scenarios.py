@@ -10,8 +10,15 @@ from longhaul.testbed.plan import CircuitSpec
 
 DEFAULT_HOST = "usn-type-1"
 """USN's 10GigE hosts of 2008 (PCI-Express, Linux 2.6.18 auto-tuning ceilings)."""
-HOST_PRESETS = ("usn-type-1", "usn-type-2", "usn-type-3", "linux-2.6.18")
-"""The host presets longhaul-sim knows (`longhaul-sim presets`)."""
+HOST_PRESET_MTU_BYTES = {
+    "usn-type-1": 9000,
+    "usn-type-2": 9000,
+    "usn-type-3": 9000,
+    "linux-2.6.18": 1500,
+}
+"""The host presets longhaul-sim knows (`longhaul-sim presets`) and their MTUs, which set
+what a run costs: the simulator's work is per packet."""
+HOST_PRESETS = tuple(HOST_PRESET_MTU_BYTES)
 SIM_CC = ("reno", "bic", "cubic", "htcp", "highspeed", "scalable", "vegas")
 """The congestion controls longhaul-sim models."""
 

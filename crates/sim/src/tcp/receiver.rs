@@ -44,6 +44,8 @@ pub struct TcpReceiver {
     unacked_segments: u32,
     delack_deadline_ns: Option<u64>,
     ts_recent_ns: u64,
+    /// `TSval` and end of the last segment that arrived: the ACK names it (RACK).
+    last_arrival: (u64, u64),
     right_edge: u64,
     window_bytes: u64,
     ceiling_bytes: u64,
@@ -72,6 +74,7 @@ impl TcpReceiver {
             unacked_segments: 0,
             delack_deadline_ns: None,
             ts_recent_ns: 0,
+            last_arrival: (0, 0),
             right_edge: window_bytes,
             window_bytes,
             ceiling_bytes,
@@ -169,6 +172,7 @@ impl TcpReceiver {
         pkt.wnd_bytes = self.right_edge - self.rcv_nxt;
         pkt.ts_ns = now_ns;
         pkt.ts_echo_ns = self.ts_recent_ns;
+        (pkt.delivered_ts_ns, pkt.delivered_end) = self.last_arrival;
         pkt.sack = sack;
         pkt.sack_count = n as u8;
         self.unacked_segments = 0;
@@ -181,6 +185,7 @@ impl TcpReceiver {
     pub fn on_data(&mut self, now_ns: u64, pkt: &Packet) -> Option<Packet> {
         self.stats.segments += 1;
         let (seq, end) = (pkt.seq, pkt.seq + u64::from(pkt.len));
+        self.last_arrival = (pkt.ts_ns, end);
         if end <= self.rcv_nxt {
             // A spurious retransmission: tell the sender at once.
             self.stats.duplicate_segments += 1;

@@ -11,9 +11,10 @@
 //! and the last term is `(lost_boundary - high_rxt)` minus the `SACKed` bytes between them,
 //! which `sacked_below_rxt` (`SACKed` bytes in `[snd_una, high_rxt)`) and a short walk
 //! down from the top give in logarithmic time, less the retransmissions found lost again.
-//! A retransmission is lost again, as in Linux's `tcp_mark_lost_retrans` (2.6.18 had it
-//! in `tcp_sacktag_write_queue`), once `DUPTHRESH` segments sent after it are `SACKed`:
-//! it is sent once more within the same recovery, and no RTO is needed.
+//! A retransmission is lost again once a segment sent after it has been delivered (RACK,
+//! RFC 8985, with no reordering window: paths here keep order), new data or a later
+//! retransmission alike: it is sent once more within the same recovery, and no RTO is
+//! needed even when the receiver's window allows no new data.
 
 use std::collections::VecDeque;
 
@@ -63,13 +64,19 @@ pub struct SenderStats {
     pub timeouts: u64,
 }
 
-/// A retransmitted segment that may still be in flight, with `snd_nxt` when it left.
-/// Every byte at or above `snd_nxt_at_send` was first sent after it.
+/// A segment as RACK orders them: by the time it left, then by its end (segments that
+/// leave in the same nanosecond leave in sequence order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct SentAt {
+    ns: u64,
+    end: u64,
+}
+
+/// A retransmitted segment that may still be in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Retransmission {
     start: u64,
-    end: u64,
-    snd_nxt_at_send: u64,
+    sent: SentAt,
 }
 
 pub struct TcpSender {
@@ -84,9 +91,10 @@ pub struct TcpSender {
     scoreboard: RangeSet,
     high_rxt: u64,
     sacked_below_rxt: u64,
-    /// Retransmissions not yet known delivered or lost, in the order they were sent, so
-    /// with `snd_nxt_at_send` non-decreasing.
+    /// Retransmissions not yet known delivered or lost, in the order they were sent.
     retransmissions: VecDeque<Retransmission>,
+    /// The last-sent segment known delivered (RACK's `rack.mstamp` and `rack.end_seq`).
+    latest_delivered: SentAt,
     /// Retransmitted bytes taken as lost again and not yet sent again: below `high_rxt`,
     /// never `SACKed`.
     lost_retransmits: RangeSet,
@@ -116,6 +124,7 @@ impl TcpSender {
             high_rxt: 0,
             sacked_below_rxt: 0,
             retransmissions: VecDeque::new(),
+            latest_delivered: SentAt::default(),
             lost_retransmits: RangeSet::new(),
             dupacks: 0,
             force_one: false,
@@ -245,7 +254,7 @@ impl TcpSender {
             return None;
         }
         let pkt = if let Some((seq, len)) = self.next_retransmit() {
-            self.note_retransmit(seq, seq + len);
+            self.note_retransmit(seq, seq + len, now_ns);
             let mut pkt = self.segment(seq, len, now_ns);
             pkt.retransmit = true;
             pkt
@@ -265,34 +274,27 @@ impl TcpSender {
     }
 
     /// Book a retransmission of `[start, end)` about to leave.
-    fn note_retransmit(&mut self, start: u64, end: u64) {
+    fn note_retransmit(&mut self, start: u64, end: u64, now_ns: u64) {
         self.lost_retransmits.remove(start, end);
         self.advance_high_rxt(end);
         self.retransmissions.push_back(Retransmission {
             start,
-            end,
-            snd_nxt_at_send: self.snd_nxt,
+            sent: SentAt { ns: now_ns, end },
         });
         self.stats.retransmits += 1;
     }
 
-    /// Lost retransmissions, found as Linux's `tcp_mark_lost_retrans` (and RACK) does, in
-    /// sequence space and with FACK's margin: once the receiver has `SACKed` `DUPTHRESH`
-    /// segments beyond what was `snd_nxt` when a retransmission left, segments sent after
-    /// it have arrived and it has not, so on a path that keeps order it is lost. Its
-    /// unSACKed bytes leave the pipe and may be sent again at once, within the same
-    /// recovery and with no further reduction. Each retransmission is looked at once:
-    /// amortized constant time per ACK.
+    /// Lost retransmissions, found as RACK (RFC 8985) finds them: a segment sent after a
+    /// retransmission has been delivered and the retransmission has not, so on a path
+    /// that keeps order it is lost. Its unSACKed bytes leave the pipe and may be sent again
+    /// at once, within the same recovery and with no further reduction. Each
+    /// retransmission is looked at once: amortized constant time per ACK.
     fn detect_lost_retransmits(&mut self) {
-        let Some(highest_sacked) = self.scoreboard.highest_end() else {
-            return;
-        };
-        let margin = DUPTHRESH * self.mss();
         while let Some(&r) = self.retransmissions.front()
-            && r.snd_nxt_at_send + margin <= highest_sacked
+            && r.sent < self.latest_delivered
         {
             self.retransmissions.pop_front();
-            if self.mark_unsacked_lost(r.start.max(self.snd_una), r.end) {
+            if self.mark_unsacked_lost(r.start.max(self.snd_una), r.sent.end) {
                 self.stats.lost_retransmits += 1;
             }
         }
@@ -348,7 +350,11 @@ impl TcpSender {
         let removed = self.scoreboard.remove_below(ack);
         self.lost_retransmits.remove_below(ack);
         // Usually the oldest retransmission is the lowest: drop those acknowledged.
-        while self.retransmissions.front().is_some_and(|r| r.end <= ack) {
+        while self
+            .retransmissions
+            .front()
+            .is_some_and(|r| r.sent.end <= ack)
+        {
             self.retransmissions.pop_front();
         }
         self.snd_una = ack;
@@ -380,6 +386,10 @@ impl TcpSender {
             return; // acknowledges what was never sent: ignore
         }
         self.take_sack(pkt);
+        self.latest_delivered = self.latest_delivered.max(SentAt {
+            ns: pkt.delivered_ts_ns,
+            end: pkt.delivered_end,
+        });
         let acked = pkt.ack.saturating_sub(self.snd_una);
         let mut rtt_ns = None;
         if acked > 0 {
@@ -517,27 +527,33 @@ mod tests {
         assert_eq!(s.stats().retransmits, 1);
     }
 
+    /// An ACK caused by the segment `[.., delivered_end)` sent at `delivered_ns`.
+    fn ack_of(ack_seq: u64, sack: &[(u64, u64)], delivered_ns: u64, delivered_end: u64) -> Packet {
+        let mut p = ack(ack_seq, sack);
+        p.delivered_ts_ns = delivered_ns;
+        p.delivered_end = delivered_end;
+        p
+    }
+
     #[test]
     fn a_retransmission_lost_again_is_sent_again_without_a_timeout() {
         let mut s = sender(10.0);
         s.peer_right_edge = u64::MAX / 2;
         drain(&mut s, 0);
-        // Segment 0 lost; 1..=3 SACKed: recovery, segment 0 goes again with snd_nxt 10.
-        s.on_ack(10, &ack(0, &[(MSS, 4 * MSS)]));
+        // Segment 0 lost; 1..=3 SACKed: recovery, segment 0 goes again at t = 10.
+        s.on_ack(10, &ack_of(0, &[(MSS, 4 * MSS)], 0, 4 * MSS));
         let out = drain(&mut s, 10);
         assert_eq!((out[0].seq, out[0].retransmit, out.len()), (0, true, 1));
         for k in 5..=9 {
-            s.on_ack(11, &ack(0, &[(MSS, k * MSS)]));
+            s.on_ack(11, &ack_of(0, &[(MSS, k * MSS)], 0, k * MSS));
         }
         let new_data = drain(&mut s, 11);
         assert!(new_data.iter().all(|p| !p.retransmit && p.seq >= 10 * MSS));
-        // Segments sent after the retransmission arrive, up to two beyond it: not yet.
-        s.on_ack(20, &ack(0, &[(MSS, 10 * MSS), (10 * MSS, 12 * MSS)]));
         assert_eq!(s.stats().lost_retransmits, 0);
-        // Three beyond it: the retransmission is lost, leaves the pipe and goes again,
-        // within the same recovery and with no further reduction.
+        // A segment sent after the retransmission arrives: the retransmission is lost,
+        // leaves the pipe and goes again, within the same recovery, no further reduction.
         let cwnd = s.cc().cwnd_bytes();
-        s.on_ack(21, &ack(0, &[(MSS, 13 * MSS)]));
+        s.on_ack(21, &ack_of(0, &[(MSS, 11 * MSS)], 11, 11 * MSS));
         assert_eq!(s.stats().lost_retransmits, 1);
         let again = drain(&mut s, 21);
         assert!(
@@ -548,10 +564,42 @@ mod tests {
         assert_eq!(s.stats().fast_recoveries, 1);
         assert_eq!(s.stats().timeouts, 0);
         assert!(s.cc().cwnd_bytes() >= cwnd);
-        // A late copy of the first retransmission SACKed: nothing is owed any more.
-        s.on_ack(22, &ack(14 * MSS, &[]));
+        // A late copy of the first retransmission arrives: nothing is owed any more.
+        s.on_ack(22, &ack_of(14 * MSS, &[], 10, MSS));
         assert_eq!(s.state(), State::Open);
         assert_eq!(drain(&mut s, 22).iter().filter(|p| p.retransmit).count(), 0);
+    }
+
+    #[test]
+    fn a_later_retransmission_delivered_shows_an_earlier_one_lost_with_no_new_data() {
+        // The receiver's window allows nothing beyond the ten segments in flight.
+        let mut s = sender(10.0);
+        s.peer_right_edge = 10 * MSS;
+        drain(&mut s, 0);
+        let window_limited = |p: Packet| Packet {
+            wnd_bytes: 10 * MSS,
+            ..p
+        };
+        // Segments 0 and 1 lost, 2..=9 SACKed: both holes go again, 0 first.
+        s.on_ack(
+            10,
+            &window_limited(ack_of(0, &[(2 * MSS, 10 * MSS)], 0, 10 * MSS)),
+        );
+        let out = drain(&mut s, 10);
+        let resent: Vec<u64> = out.iter().map(|p| p.seq).collect();
+        assert_eq!(resent, [0, MSS]);
+        // The retransmission of 0 is lost; that of 1 arrives and is SACKed.
+        s.on_ack(
+            20,
+            &window_limited(ack_of(0, &[(MSS, 10 * MSS)], 10, 2 * MSS)),
+        );
+        assert_eq!(s.stats().lost_retransmits, 1);
+        let again = drain(&mut s, 20);
+        assert_eq!(
+            again.first().map(|p| (p.seq, p.retransmit)),
+            Some((0, true))
+        );
+        assert_eq!(s.stats().timeouts, 0);
     }
 
     #[test]
