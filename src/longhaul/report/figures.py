@@ -9,15 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display, the same on every machine
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure  # not pyplot: figures are freed with their last reference
 
 from longhaul.analysis import jitter, profiles
 from longhaul.testbed.plan import miles_label
@@ -71,7 +66,8 @@ def distance_profiles(frame: pd.DataFrame) -> list[Drawn]:
     drawn = []
     for cc, rows in tcp.groupby("cc"):
         table = profiles.distance_profile(rows)
-        figure, axes = plt.subplots(figsize=(7, 3.2), layout="constrained")
+        figure = Figure(figsize=(7, 3.2), layout="constrained")
+        axes = figure.subplots()
         _heatmap(axes, table, "streams n", "length (miles)", figure)
         axes.set_title(f"Distance profile T(d, n), {cc}")
         reps = rows["repetition"].nunique()
@@ -92,7 +88,8 @@ def stability_profiles(frame: pd.DataFrame) -> list[Drawn]:
         if rows["repetition"].nunique() < 2:
             continue
         table = profiles.stability_profile(rows, float(miles))
-        figure, axes = plt.subplots(figsize=(7, 2.6), layout="constrained")
+        figure = Figure(figsize=(7, 2.6), layout="constrained")
+        axes = figure.subplots()
         _heatmap(axes, table, "streams n", "repetition", figure)
         label = miles_label(float(miles))
         axes.set_title(f"Stability profile at {label} miles, {cc}")
@@ -113,7 +110,8 @@ def throughput_by_length(
     tcp = _tcp(frame)
     if tcp.empty:
         return None
-    figure, axes = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    figure = Figure(figsize=(7, 3.6), layout="constrained")
+    axes = figure.subplots()
     for cc, rows in tcp.groupby("cc"):
         means = profiles.mean_over_streams(rows, streams)
         axes.errorbar(
@@ -160,7 +158,8 @@ def cross_traffic(frame: pd.DataFrame) -> Drawn | None:
     if rows.empty:
         return None
     table = profiles.cross_traffic_profile(rows)
-    figure, axes = plt.subplots(figsize=(7, 3.4), layout="constrained")
+    figure = Figure(figsize=(7, 3.4), layout="constrained")
+    axes = figure.subplots()
     for key, group in table.groupby(["length_miles", "streams"]):
         miles, streams = cast(tuple[float, int], key)
         axes.plot(
@@ -189,13 +188,8 @@ def jitter_histograms(frame: pd.DataFrame) -> list[Drawn]:
         by_length.setdefault(echo.length_miles, []).append(echo)
     drawn = []
     for miles, settings in by_length.items():
-        figure, axes_list = plt.subplots(
-            1,
-            len(settings),
-            figsize=(3.2 * len(settings), 2.8),
-            layout="constrained",
-            squeeze=False,
-        )
+        figure = Figure(figsize=(3.2 * len(settings), 2.8), layout="constrained")
+        axes_list = figure.subplots(1, len(settings), squeeze=False)
         for axes, echo in zip(axes_list[0], settings, strict=True):
             stats = jitter.statistics(echo.samples_ms)
             axes.hist(echo.samples_ms, bins=jitter.bins(echo.samples_ms), color="#2b6cb0")

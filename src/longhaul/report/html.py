@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from longhaul import __version__
@@ -62,7 +61,6 @@ def _save(drawn: Drawn, folder: Path) -> dict[str, str]:
     drawn.figure.savefig(folder / f"{drawn.name}.svg")
     svg = io.StringIO()
     drawn.figure.savefig(svg, format="svg")
-    plt.close(drawn.figure)
     text = svg.getvalue()
     inline = text[text.index("<svg") :]  # without the XML prolog, to sit inside HTML
     return {"name": drawn.name, "title": drawn.title, "caption": drawn.caption, "svg": inline}
