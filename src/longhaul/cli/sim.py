@@ -36,9 +36,9 @@ def validate(
 ) -> None:
     """Hold longhaul-sim against ns-3, the kernel and the published USN TCP profiles.
 
-    ns-3 is slow (several times slower than real time at 1 Gb/s): its answers are kept
-    in the data directory, so only the first validation waits for them (about 40 minutes
-    on two cores)."""
+    ns-3 is slow, and slower the larger its window (one flow at 163 ms takes 7 to 18
+    minutes here): its answers are kept in the data directory, so only the first
+    validation waits for them (about an hour and a half on two cores)."""
     from longhaul.sim import validation  # noqa: PLC0415
 
     chosen = [p.strip() for p in parts.split(",") if p.strip()]
