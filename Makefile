@@ -7,7 +7,7 @@ UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --locked --quiet
 CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
 
-.PHONY: help setup setup-test demo test lint test-rust test-python bench sim-validate clean
+.PHONY: help setup setup-test demo test lint test-rust test-python bench sim-validate ns3-answers clean
 
 help:
 	@echo "make setup   install what longhaul needs (uv, Python packages, the Rust extension)"
@@ -16,6 +16,7 @@ help:
 	@echo "make lint    formatting and static checks only"
 	@echo "make bench   the benchmarks, as JSON (bench wan needs root)"
 	@echo "make sim-validate  longhaul-sim against ns-3, the kernel and USN's profiles (JSON)"
+	@echo "make ns3-answers   run ns-3 on the validation's cases again and record its answers"
 
 setup:
 	@scripts/setup.sh
@@ -51,8 +52,13 @@ bench: setup
 
 # ns-3 is installed for this alone; its answers are cached, the first run takes long.
 sim-validate: setup
-	@scripts/setup.sh --ns3
 	$(RUN) longhaul sim validate --json
+
+# Measure ns-3's answers again (about 2 hours of two cores) and record them for everyone.
+ns3-answers: setup
+	@scripts/setup.sh --ns3
+	$(RUN) longhaul sim validate --parts ns3 --rerun-ns3 --json > /dev/null
+	$(RUN) python -m longhaul.sim.validation
 
 clean:
 	rm -rf .venv target .pytest_cache .mypy_cache .ruff_cache .hypothesis src/longhaul/*.so

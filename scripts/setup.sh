@@ -50,7 +50,7 @@ fi
 say "building longhaul-wan and longhaul-sim (cargo build --release)"
 cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim
 
-# ns-3, only for `longhaul sim validate` (make sim-validate): Debian's libns3-dev and g++.
+# ns-3, only to measure its answers for `longhaul sim validate` again (make ns3-answers): Debian's libns3-dev and g++.
 if [ "${1:-}" = "--ns3" ] && [ ! -f /usr/include/ns3/core-module.h ]; then
     [ "$(id -u)" = 0 ] || die "the validation needs ns-3: run as root, or apt-get install libns3-dev"
     say "installing libns3-dev (apt-get)"

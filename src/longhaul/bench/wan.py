@@ -14,6 +14,7 @@ builds it removes.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import statistics
 import tempfile
@@ -27,6 +28,7 @@ from typing import Any
 
 from longhaul.measure.tools import iperf3, ping
 from longhaul.testbed import CircuitRecord, CircuitSpec, Testbed, emulator
+from longhaul.testbed.netns import TestbedError
 
 MSS_BYTES = 1448
 """TCP payload of a 1,500-byte packet with timestamps (20 IP + 32 TCP header bytes)."""
@@ -42,6 +44,8 @@ class Plan:
     duration_s: float = 15.0
     omit_s: float = 4.0
     pings: int = 50
+    loss: float = 0.0
+    """Random loss per packet on the circuits (the benchmark's own runs have none)."""
 
     @property
     def circuits(self) -> list[tuple[float, float]]:
@@ -66,11 +70,16 @@ def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
         return _run(testbed, plan, progress)
 
 
+LOCK = Path(tempfile.gettempdir()) / "longhaul-bench-wan.lock"
+"""Held while a benchmark's testbed is up: two would build the same namespaces, and the
+first to finish would take down the other's circuits."""
+
+
 @contextmanager
 def _own_testbed() -> Iterator[Testbed]:
     """A testbed with its own record and prefix, taken down at the end whatever happens."""
     saved = {k: os.environ.get(k) for k in ("LONGHAUL_TESTBED_PREFIX", "LONGHAUL_TESTBED_DIR")}
-    with tempfile.TemporaryDirectory(prefix="longhaul-bench-wan-") as folder:
+    with _only_one(), tempfile.TemporaryDirectory(prefix="longhaul-bench-wan-") as folder:
         os.environ["LONGHAUL_TESTBED_PREFIX"] = "lhb-"
         os.environ["LONGHAUL_TESTBED_DIR"] = folder
         testbed = Testbed()
@@ -85,11 +94,24 @@ def _own_testbed() -> Iterator[Testbed]:
                     os.environ[key] = value
 
 
+@contextmanager
+def _only_one() -> Iterator[None]:
+    with LOCK.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TestbedError(
+                "another `longhaul bench wan` or `longhaul sim validate --parts kernel` is "
+                "running on the lhb- testbed; wait for it to finish"
+            ) from None
+        yield
+
+
 def _run(testbed: Testbed, plan: Plan, progress: Progress | None) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
     done = 0
     for rate_gbps, rtt_ms in plan.circuits:
-        with _circuit(testbed, rate_gbps, rtt_ms) as circuit:
+        with _circuit(testbed, rate_gbps, rtt_ms, plan.loss) as circuit:
             if progress:
                 progress(f"idle ping, {rate_gbps:g} Gb/s x {rtt_ms:g} ms", done, plan.steps)
             cases.append(_idle_ping(circuit, plan))
@@ -106,13 +128,16 @@ def _run(testbed: Testbed, plan: Plan, progress: Progress | None) -> dict[str, A
 
 
 @contextmanager
-def _circuit(testbed: Testbed, rate_gbps: float, rtt_ms: float) -> Iterator[CircuitRecord]:
+def _circuit(
+    testbed: Testbed, rate_gbps: float, rtt_ms: float, loss: float
+) -> Iterator[CircuitRecord]:
     spec = CircuitSpec(
         name=f"bench {rate_gbps:g} Gb/s x {rtt_ms:g} ms",
         src_host="bench-a",
         dst_host="bench-b",
         rate_bps=round(rate_gbps * 1e9),
         delay_ns=round(rtt_ms * 1e6 / 2),
+        loss=loss,
     )
     circuit = testbed.add_circuit(spec, owner="bench wan")
     try:
@@ -125,6 +150,7 @@ def _case(circuit: CircuitRecord, cc: str, streams: int) -> dict[str, Any]:
     return {
         "rate_gbps": circuit.rate_bps / 1e9,
         "rtt_ms": circuit.rtt_ms,
+        "loss": circuit.loss,
         "cc": cc,
         "streams": streams,
     }

@@ -4,7 +4,10 @@ answers kept in a cache so a second validation does not pay for them again.
 
 ns-3 runs several times slower than real time even at 1 Gb/s (37.8 s of wall time for
 6 simulated seconds of one cubic flow at 1 Gb/s here), which is why longhaul has its own
-simulator, and why this module stays small and out of the unit tests.
+simulator, and why this module stays small and out of the unit tests. ns-3's answers as
+measured on the project's machine ship in `data/ns3/answers.json` (`python -m
+longhaul.sim.validation` writes it from the cache): a fresh machine compares against them
+without ns-3, and `longhaul sim validate --rerun-ns3` measures them again.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from datetime import date
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +50,10 @@ TYPES = {
 
 TIMEOUT_S = 3 * 3600
 """Wall-clock limit of one ns-3 case."""
+
+RECORDED = files("longhaul") / "data" / "ns3" / "answers.json"
+"""ns-3's answers as measured on the project's machine, keyed like the cache: a change to
+bulk.cc or to a case changes its key, and that case runs ns-3 again."""
 
 
 class Ns3UnavailableError(RuntimeError):
@@ -95,7 +105,8 @@ def binary() -> Path:
     compiler = shutil.which("g++")
     if compiler is None or not Path("/usr/include/ns3/core-module.h").is_file():
         raise Ns3UnavailableError(
-            "ns-3 is not installed: apt-get install libns3-dev (make setup does, as root)"
+            "ns-3 is not installed: apt-get install libns3-dev "
+            "(scripts/setup.sh --ns3 does, as root)"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     argv = [
@@ -113,13 +124,23 @@ def binary() -> Path:
     return target
 
 
-def run(case: Case) -> dict[str, Any]:
-    """ns-3's answer for a case (from the cache when it has one): goodput_bps and wall_s,
-    or `error` when ns-3 failed on it."""
-    cached = data_dir() / "ns3" / "results" / f"{case.key()}.json"
+def known(case: Case) -> dict[str, Any] | None:
+    """ns-3's answer for a case without running ns-3: this machine's cache, else the
+    recorded answers; `from` says which."""
+    cached = _cached(case)
     if cached.is_file():
-        answer: dict[str, Any] = json.loads(cached.read_text())
-        return answer
+        return {**json.loads(cached.read_text()), "from": "cache"}
+    recorded = recorded_answers()
+    if case.key() in recorded["answers"]:
+        answer: dict[str, Any] = recorded["answers"][case.key()]["answer"]
+        return {**answer, "from": f"recorded {recorded['measured']} ({recorded['ns3']})"}
+    return None
+
+
+def run(case: Case) -> dict[str, Any]:
+    """Run ns-3 on a case and cache its answer: goodput_bps and wall_s, or `error` when
+    ns-3 failed on it."""
+    cached = _cached(case)
     program = binary()
     # ns-3's TcpTxBuffer::NextSeg walks the whole sent list for every segment it sends,
     # so a case costs about the square of its window: a 163 ms case runs for many minutes.
@@ -144,7 +165,49 @@ def run(case: Case) -> dict[str, Any]:
         answer = {"error": f"ns-3 crashed: {reason}"}
     cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(answer))
-    return answer
+    return {**answer, "from": "run"}
+
+
+def recorded_answers() -> dict[str, Any]:
+    if not RECORDED.is_file():
+        return {"answers": {}}
+    found: dict[str, Any] = json.loads(RECORDED.read_text())
+    return found
+
+
+def record(cases: Iterable[Case], target: Path) -> int:
+    """Write the cached answers of the cases to `target` (the shipped answers file);
+    returns how many cases had none."""
+    answers, missing = {}, 0
+    for case in cases:
+        cached = _cached(case)
+        if not cached.is_file():
+            missing += 1
+            continue
+        answers[case.key()] = {"case": asdict(case), "answer": json.loads(cached.read_text())}
+    document = {
+        "ns3": version(),
+        "measured": date.today().isoformat(),
+        "program": SOURCE.name,
+        "answers": answers,
+    }
+    target.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    return missing
+
+
+def version() -> str:
+    """The installed ns-3 (Debian's libns3-dev), as in `ns-3.37`."""
+    shown = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "libns3-dev"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"ns-{shown.stdout.split('-')[0]}" if shown.returncode == 0 else "ns-3 (unknown)"
+
+
+def _cached(case: Case) -> Path:
+    return data_dir() / "ns3" / "results" / f"{case.key()}.json"
 
 
 def _source_digest() -> str:
