@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -82,8 +83,9 @@ def test_delay_changes_at_runtime_without_losing_what_is_in_flight(testbed):
     times = [
         float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line
     ]
-    assert abs(times[0] - circuit.rtt_ms) < 1.0
-    assert abs(times[-1] - 80.0) < 1.0
+    # Medians: on a busy machine one early reply can be late by a scheduling delay.
+    assert abs(statistics.median(times[:20]) - circuit.rtt_ms) < 1.0
+    assert abs(statistics.median(times[-20:]) - 80.0) < 1.0
     assert testbed.circuit(circuit.number).delay_ns == 40_000_000
 
 
