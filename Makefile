@@ -50,11 +50,11 @@ bench: setup
 	$(RUN) longhaul bench wan --json
 	$(RUN) longhaul bench sim --json
 
-# ns-3 is installed for this alone; its answers are cached, the first run takes long.
+# Against ns-3's recorded answers (data/ns3/answers.json): ns-3 itself is not needed.
 sim-validate: setup
 	$(RUN) longhaul sim validate --json
 
-# Measure ns-3's answers again (about 2 hours of two cores) and record them for everyone.
+# Measure ns-3's answers again (88 minutes of two cores here) and record them for everyone.
 ns3-answers: setup
 	@scripts/setup.sh --ns3
 	$(RUN) longhaul sim validate --parts ns3 --rerun-ns3 --json > /dev/null

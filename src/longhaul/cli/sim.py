@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,14 +38,14 @@ def validate(
         bool,
         typer.Option(
             "--rerun-ns3",
-            help="Run ns-3 on every case (about 2 hours on two cores) instead of taking the "
+            help="Run ns-3 on every case (88 minutes on two cores here) instead of taking the "
             "answers recorded with longhaul or cached here.",
         ),
     ] = False,
 ) -> None:
     """Hold longhaul-sim against ns-3, the kernel and the published USN TCP profiles.
 
-    ns-3 is slow, and slower the larger its window (one flow at 163 ms takes 10 to 25
+    ns-3 is slow, and slower the larger its window (one flow at 163 ms takes 13 to 20
     minutes here). longhaul ships ns-3's answers as measured on its own machine and
     compares against them; ns-3 runs only for a case they lack (a changed case or
     bulk.cc) or with --rerun-ns3, and what it answers is kept in the data directory."""
@@ -178,10 +179,7 @@ def _show_ns3_notes(result: dict[str, Any]) -> None:
     """Where ns-3's answers came from, and why the cases that differ do."""
     sources = sorted({case["ns3_from"] for case in result["cases"]})
     console.print(f"ns-3's answers: {', '.join(sources)}")
-    differences: dict[str, int] = {}
-    for case in result["cases"]:
-        if case.get("difference"):
-            differences[case["difference"]] = differences.get(case["difference"], 0) + 1
+    differences = Counter(case["difference"] for case in result["cases"] if case.get("difference"))
     for why, count in differences.items():
         console.print(f"- {count} known difference{'s' if count > 1 else ''}: {why}")
     if result["unexplained"]:

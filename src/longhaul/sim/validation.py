@@ -16,14 +16,17 @@ import os
 import statistics
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from longhaul.analysis import profiles, reference
 from longhaul.sim import ns3, runner
 from longhaul.sim.scenarios import TcpRun, random_loss, tcp_scenario
 from longhaul.testbed.plan import CircuitSpec, loop_spec
 from longhaul.topology import usn
+
+if TYPE_CHECKING:
+    from longhaul.bench.wan import Plan
 
 NS3_RATE_BPS = 1_000_000_000
 NS3_RTTS_MS = (26.8, 163.0)
@@ -155,8 +158,9 @@ def validate_ns3(
     ours = runner.run_many([ns3_scenario(c) for c in cases], workers=workers)
     answers: dict[int, dict[str, Any]] = {}
     if not rerun_ns3:
+        recorded = ns3.recorded_answers()
         for index, case in enumerate(cases):
-            answer = ns3.known(case)
+            answer = ns3.known(case, recorded)
             if answer is not None:
                 answers[index] = answer
     missing = [index for index in range(len(cases)) if index not in answers]
@@ -452,35 +456,29 @@ def kernel_scenario(
     }
 
 
-def kernel_plans() -> list[Any]:
+def kernel_plans() -> list[Plan]:
     """What iperf3 measures: each variant on the loss-free circuits, then on a lossy one."""
-    from longhaul.bench import wan as wan_bench  # noqa: PLC0415
+    from longhaul.bench.wan import Plan  # noqa: PLC0415
 
     plans = []
     for cc in KERNEL_CC:
-        plans.append(
-            wan_bench.Plan(
-                rates_gbps=(KERNEL_RATE_GBPS,),
-                rtts_ms=KERNEL_RTTS_MS,
-                streams=KERNEL_STREAMS,
-                cc=cc,
-                duration_s=KERNEL_DURATION_S,
-                omit_s=KERNEL_WARMUP_S,
-                pings=10,
-            )
+        loss_free = Plan(
+            rates_gbps=(KERNEL_RATE_GBPS,),
+            rtts_ms=KERNEL_RTTS_MS,
+            streams=KERNEL_STREAMS,
+            cc=cc,
+            duration_s=KERNEL_DURATION_S,
+            omit_s=KERNEL_WARMUP_S,
+            pings=10,
         )
-        plans.append(
-            wan_bench.Plan(
-                rates_gbps=(KERNEL_RATE_GBPS,),
-                rtts_ms=(KERNEL_LOSS_RTT_MS,),
-                streams=(KERNEL_LOSS_STREAMS,),
-                cc=cc,
-                duration_s=KERNEL_LOSS_DURATION_S,
-                omit_s=KERNEL_WARMUP_S,
-                pings=10,
-                loss=KERNEL_LOSS,
-            )
+        lossy = replace(
+            loss_free,
+            rtts_ms=(KERNEL_LOSS_RTT_MS,),
+            streams=(KERNEL_LOSS_STREAMS,),
+            duration_s=KERNEL_LOSS_DURATION_S,
+            loss=KERNEL_LOSS,
         )
+        plans += [loss_free, lossy]
     return plans
 
 
@@ -492,7 +490,7 @@ def validate_kernel(progress: Progress | None = None) -> dict[str, Any]:
     measured = []
     for plan in kernel_plans():
 
-        def step(what: str, done: int, total: int, plan: Any = plan) -> None:
+        def step(what: str, done: int, total: int, plan: Plan = plan) -> None:
             if progress:
                 progress(f"kernel {plan.cc}, loss {plan.loss:g}: {what}", done, total)
 
