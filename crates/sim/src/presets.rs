@@ -30,8 +30,8 @@
 
 use serde::Serialize;
 
-use crate::link::LossConfig;
 use crate::scenario::{HostConfig, PathConfig};
+use longhaul_link::Loss;
 
 pub const OC192_PAYLOAD_BPS: f64 = 9.6e9;
 pub const WAN_PHY_BPS: f64 = 9.29e9;
@@ -98,7 +98,7 @@ pub fn path_presets() -> Vec<PathPreset> {
                     rtt_ms,
                     queue_bytes: USN_QUEUE_BYTES,
                     reverse_queue_bytes: REVERSE_QUEUE_BYTES,
-                    loss: LossConfig::default(),
+                    loss: Loss::NONE,
                     cross_traffic_bps: 0.0,
                     cross_traffic_packet_bytes: 1500,
                     frame_overhead_bytes: ETHERNET_FRAMING_BYTES,

@@ -13,7 +13,9 @@ use crate::cc::Window;
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
-use crate::link::{CbrSource, Link, LinkConfig, LossConfig};
+use longhaul_link::Loss;
+
+use crate::link::{CbrSource, Link, LinkConfig};
 use crate::scenario::Resolved;
 use crate::tcp::receiver::{ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{SenderConfig, TcpSender};
@@ -115,7 +117,7 @@ pub fn build(r: &Resolved) -> Testbed {
         rate_bps,
         delay_ns: one_way_ns,
         queue_bytes: r.path.reverse_queue_bytes,
-        loss: LossConfig::default(),
+        loss: Loss::NONE,
     };
     sim.add(Box::new(Link::new(rev, sender_id, derive_seed(r.seed, 2))));
     let mut links = vec![fwd_id, rev_id];
@@ -125,7 +127,7 @@ pub fn build(r: &Resolved) -> Testbed {
             rate_bps: receiver_rate as u64,
             delay_ns: 0,
             queue_bytes: ring,
-            loss: LossConfig::default(),
+            loss: Loss::NONE,
         };
         assert_eq!(sim.add(Box::new(Link::new(nic, receiver_id, 0))), id);
         links.push(id);

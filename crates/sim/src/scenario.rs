@@ -8,9 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cc::CcKind;
-use crate::link::{BurstLoss, LossConfig};
 use crate::presets;
 use crate::tcp::TCP_IP_HEADER_BYTES;
+use longhaul_link::Loss;
 
 pub const MAX_STREAMS: u32 = 128;
 /// Queue used when neither the scenario nor a preset gives one.
@@ -63,7 +63,7 @@ pub struct PathSpec {
     pub one_way_delay_ms: Option<f64>,
     pub queue_bytes: Option<u64>,
     pub reverse_queue_bytes: Option<u64>,
-    pub loss: Option<LossConfig>,
+    pub loss: Option<Loss>,
     pub cross_traffic_bps: Option<f64>,
     pub cross_traffic_packet_bytes: Option<u32>,
     pub frame_overhead_bytes: Option<u32>,
@@ -101,7 +101,7 @@ pub struct PathConfig {
     pub rtt_ms: f64,
     pub queue_bytes: u64,
     pub reverse_queue_bytes: u64,
-    pub loss: LossConfig,
+    pub loss: Loss,
     pub cross_traffic_bps: f64,
     pub cross_traffic_packet_bytes: u32,
     pub frame_overhead_bytes: u32,
@@ -216,17 +216,6 @@ fn non_negative(field: &str, v: f64) -> Result<f64, ScenarioError> {
     }
 }
 
-fn probability(field: &str, v: f64) -> Result<f64, ScenarioError> {
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(err(
-            field,
-            format!("must be a probability in [0, 1], got {v}"),
-        ))
-    }
-}
-
 fn resolve_path(s: &Scenario) -> Result<PathConfig, ScenarioError> {
     let base = match &s.path_preset {
         Some(name) => Some(presets::path_preset(name).ok_or_else(|| {
@@ -304,28 +293,9 @@ fn validate_path(p: &PathConfig) -> Result<(), ScenarioError> {
             format!("must be at most 100000, got {}", p.rtt_ms),
         ));
     }
-    probability("path.loss.random", p.loss.random)?;
-    if p.loss.random >= 1.0 {
-        return Err(err("path.loss.random", "must be below 1"));
-    }
-    if let Some(BurstLoss {
-        p_good_to_bad,
-        p_bad_to_good,
-        loss_good,
-        loss_bad,
-    }) = p.loss.burst
-    {
-        probability("path.loss.burst.p_good_to_bad", p_good_to_bad)?;
-        probability("path.loss.burst.p_bad_to_good", p_bad_to_good)?;
-        probability("path.loss.burst.loss_good", loss_good)?;
-        probability("path.loss.burst.loss_bad", loss_bad)?;
-        if p_bad_to_good == 0.0 && p_good_to_bad > 0.0 && loss_bad >= 1.0 {
-            return Err(err(
-                "path.loss.burst.p_bad_to_good",
-                "must be above 0, or the path dies in the Bad state",
-            ));
-        }
-    }
+    p.loss
+        .check()
+        .map_err(|e| err(&format!("path.{}", e.field), e.message))?;
     non_negative("path.cross_traffic_bps", p.cross_traffic_bps)?;
     if p.cross_traffic_bps >= p.rate_bps {
         return Err(err("path.cross_traffic_bps", "must be below path.rate_bps"));

@@ -4,10 +4,13 @@
 //! {"op": "stats"}                                   counters and state of both directions
 //! {"op": "config"}                                  what each direction imposes
 //! {"op": "set", "direction": "both", "rate_bps": 1000000000, "delay_ns": 13400000}
+//! {"op": "health", "since_ns": 123456789}           how faithfully it ran since then
 //! {"op": "stop"}                                    exit as on SIGTERM
 //! ```
 //! `set` changes only the fields it names (`direction`: `a_to_b`, `b_to_a` or `both`);
 //! `null` returns `queue_bytes` to one bandwidth-delay product and removes `cross`.
+//! `health` answers from notes taken every 100 ms, `since_ns` on the monotonic clock
+//! (`CLOCK_MONOTONIC`, as Python's `time.monotonic_ns()`); without it, since the start.
 //! Every answer has `"ok"`; a refusal has `"error"`, naming the field.
 
 use std::io::{self, Read, Write};
@@ -15,10 +18,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
+use longhaul_link::DirectionConfig;
 use serde_json::{Map, Value, json};
 
-use crate::config::DirectionConfig;
-use crate::link::Direction;
+use crate::engine::Core;
 
 /// What a request asks of the engine besides its answer.
 #[derive(Debug, PartialEq, Eq)]
@@ -27,14 +30,8 @@ pub enum Then {
     Stop,
 }
 
-/// Answer one request line, changing `link` if it asks to. `extra` makes what is added to
-/// stats (only when stats are asked for).
-pub fn handle(
-    line: &str,
-    link: &mut [Direction; 2],
-    now_ns: u64,
-    extra: &dyn Fn() -> Value,
-) -> (Value, Then) {
+/// Answer one request line, changing `core` if it asks to.
+pub fn handle(line: &str, core: &mut Core, now_ns: u64) -> (Value, Then) {
     let request: Value = match serde_json::from_str(line) {
         Ok(Value::Object(map)) => Value::Object(map),
         Ok(_) => {
@@ -45,46 +42,47 @@ pub fn handle(
         }
         Err(e) => return (refuse(&format!("not JSON: {e}")), Then::Continue),
     };
-    match request.get("op").and_then(Value::as_str) {
+    let answer = match request.get("op").and_then(Value::as_str) {
         Some("stats") => {
-            let [ab, ba] = link;
-            let answer = json!({
-                "ok": true,
-                "now_ns": now_ns,
-                "a_to_b": ab.stats(now_ns),
-                "b_to_a": ba.stats(now_ns),
-                "engine": extra(),
-            });
-            (answer, Then::Continue)
+            let mut stats = core.stats(now_ns);
+            stats["ok"] = json!(true);
+            stats
         }
-        Some("config") => (configs(link), Then::Continue),
-        Some("set") => match set(&request, link, now_ns) {
-            Ok(()) => (configs(link), Then::Continue),
-            Err(e) => (refuse(&e), Then::Continue),
+        Some("config") => configs(core),
+        Some("set") => match set(&request, core, now_ns) {
+            Ok(()) => configs(core),
+            Err(e) => refuse(&e),
         },
-        Some("stop") => (json!({"ok": true}), Then::Stop),
-        Some(other) => (
-            refuse(&format!(
-                "op {other:?} is not one of stats, config, set, stop"
-            )),
-            Then::Continue,
-        ),
-        None => (
-            refuse("op is missing: stats, config, set or stop"),
-            Then::Continue,
-        ),
-    }
+        Some("health") => match request.get("since_ns") {
+            None | Some(Value::Null) => ok(core.health_since(0, now_ns)),
+            Some(value) => match value.as_u64() {
+                Some(since) => ok(core.health_since(since, now_ns)),
+                None => refuse("since_ns must be a whole number of nanoseconds"),
+            },
+        },
+        Some("stop") => return (json!({"ok": true}), Then::Stop),
+        Some(other) => refuse(&format!(
+            "op {other:?} is not one of stats, config, set, health, stop"
+        )),
+        None => refuse("op is missing: stats, config, set, health or stop"),
+    };
+    (answer, Then::Continue)
 }
 
-fn configs(link: &[Direction; 2]) -> Value {
-    json!({"ok": true, "a_to_b": link[0].config(), "b_to_a": link[1].config()})
+fn ok(mut answer: Value) -> Value {
+    answer["ok"] = json!(true);
+    answer
+}
+
+fn configs(core: &Core) -> Value {
+    json!({"ok": true, "a_to_b": core.link[0].config(), "b_to_a": core.link[1].config()})
 }
 
 fn refuse(error: &str) -> Value {
     json!({"ok": false, "error": error})
 }
 
-fn set(request: &Value, link: &mut [Direction; 2], now_ns: u64) -> Result<(), String> {
+fn set(request: &Value, core: &mut Core, now_ns: u64) -> Result<(), String> {
     let Value::Object(fields) = request else {
         unreachable!("checked by handle")
     };
@@ -102,17 +100,18 @@ fn set(request: &Value, link: &mut [Direction; 2], now_ns: u64) -> Result<(), St
     // Check both before changing either: a refused change changes nothing.
     let mut updated = Vec::new();
     for &index in which {
-        let mut current = serde_json::to_value(link[index].config()).map_err(|e| e.to_string())?;
+        let mut current =
+            serde_json::to_value(core.link[index].config()).map_err(|e| e.to_string())?;
         if let Value::Object(map) = &mut current {
             map.extend(changes.clone());
         }
         let config: DirectionConfig =
-            serde_json::from_value(current).map_err(|e| format!("set: {e}"))?;
+            serde_path_to_error::deserialize(current).map_err(|e| format!("set: {e}"))?;
         config.check()?;
         updated.push((index, config));
     }
     for (index, config) in updated {
-        link[index].reconfigure(now_ns, config);
+        core.reconfigure(index, now_ns, config);
     }
     Ok(())
 }
@@ -272,70 +271,62 @@ pub fn request(path: &Path, line: &str) -> io::Result<Value> {
 mod tests {
     use super::*;
 
-    fn link() -> [Direction; 2] {
+    fn core() -> Core {
         let config = DirectionConfig::new(1_000_000_000, 13_400_000);
-        [
-            Direction::new(config.clone(), 1, 0),
-            Direction::new(config, 2, 0),
-        ]
+        Core::new([config.clone(), config], 1, 0).unwrap()
+    }
+
+    fn ask(core: &mut Core, line: &str) -> Value {
+        handle(line, core, 0).0
     }
 
     #[test]
     fn set_changes_only_the_fields_it_names() {
-        let mut link = link();
-        let (answer, then) = handle(
+        let mut core = core();
+        let answer = ask(
+            &mut core,
             r#"{"op": "set", "direction": "a_to_b", "delay_ns": 81500000}"#,
-            &mut link,
-            0,
-            &|| Value::Null,
         );
-        assert_eq!(then, Then::Continue);
         assert_eq!(answer["ok"], true, "{answer}");
-        assert_eq!(link[0].config().delay_ns, 81_500_000);
-        assert_eq!(link[0].config().rate_bps, 1_000_000_000);
-        assert_eq!(link[1].config().delay_ns, 13_400_000);
-        let (answer, _) = handle(
-            r#"{"op": "set", "loss": {"model": "random", "probability": 0.001}}"#,
-            &mut link,
-            0,
-            &|| Value::Null,
-        );
-        assert_eq!(answer["b_to_a"]["loss"]["probability"], 0.001);
+        assert_eq!(core.link[0].config().delay_ns, 81_500_000);
+        assert_eq!(core.link[0].config().rate_bps, 1_000_000_000);
+        assert_eq!(core.link[1].config().delay_ns, 13_400_000);
+        let answer = ask(&mut core, r#"{"op": "set", "loss": {"random": 0.001}}"#);
+        assert_eq!(answer["b_to_a"]["loss"]["random"], 0.001);
+        let answer = ask(&mut core, r#"{"op": "set", "layer": "wanphy"}"#);
+        assert_eq!(answer["a_to_b"]["layer"], "wanphy");
     }
 
     #[test]
     fn a_refused_change_changes_nothing_and_names_the_field() {
-        let mut link = link();
+        let mut core = core();
         for (request, says) in [
             (r#"{"op": "set", "rate": 5}"#, "rate"),
             (r#"{"op": "set", "rate_bps": 10}"#, "rate_bps"),
+            (r#"{"op": "set", "layer": "oc768"}"#, "layer"),
             (r#"{"op": "set", "direction": "up"}"#, "direction"),
+            (r#"{"op": "health", "since_ns": "soon"}"#, "since_ns"),
             (r#"{"op": "fly"}"#, "fly"),
             (r"[1, 2]", "object"),
             ("{nope", "not JSON"),
         ] {
-            let (answer, _) = handle(request, &mut link, 0, &|| Value::Null);
+            let answer = ask(&mut core, request);
             assert_eq!(answer["ok"], false);
             assert!(answer["error"].as_str().unwrap().contains(says), "{answer}");
         }
-        assert_eq!(link[0].config().rate_bps, 1_000_000_000);
+        assert_eq!(core.link[0].config().rate_bps, 1_000_000_000);
     }
 
     #[test]
-    fn stats_and_stop() {
-        let mut link = link();
-        let (answer, _) = handle(
-            r#"{"op": "stats"}"#,
-            &mut link,
-            5,
-            &|| json!({"wakeups": 3}),
-        );
-        assert_eq!(answer["a_to_b"]["rx_packets"], 0);
+    fn stats_health_and_stop() {
+        let mut core = core();
+        let answer = ask(&mut core, r#"{"op": "stats"}"#);
+        assert_eq!(answer["a_to_b"]["rx_frames"], 0);
         assert_eq!(answer["a_to_b"]["queue_limit_bytes"], 3_350_000);
-        assert_eq!(answer["engine"]["wakeups"], 3);
-        assert_eq!(
-            handle(r#"{"op": "stop"}"#, &mut link, 0, &|| Value::Null).1,
-            Then::Stop
-        );
+        assert!(answer["engine"]["wakeups"].is_u64());
+        let health = ask(&mut core, r#"{"op": "health", "since_ns": 0}"#);
+        assert_eq!(health["ok"], true);
+        assert_eq!(health["a_to_b"]["late_releases"], 0);
+        assert_eq!(handle(r#"{"op": "stop"}"#, &mut core, 0).1, Then::Stop);
     }
 }

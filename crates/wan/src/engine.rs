@@ -1,82 +1,77 @@
-//! The loop that moves packets: one thread serves both directions, waiting in `ppoll`
-//! with nanosecond timeouts for a device to have a packet, the control socket to have a
-//! request, or the next packet to be due. It runs at real-time priority, so it is not kept
-//! waiting behind the senders and receivers it serves.
+//! The loop that moves frames: one thread serves both directions. It reads what the
+//! devices have into the link, releases what the link allows, and waits for the next
+//! instant something is due or a device has something.
+//!
+//! The engine takes a `Device`, which gives it the clock, the two ends and the waiting:
+//! `tun::TunDevice` runs it on real TUN devices in real time (at real-time priority, so
+//! it is not kept waiting behind the senders and receivers it serves); tests run the same
+//! loop on in-memory devices against a fake clock.
+//!
+//! The link never releases faster than its rate (see `longhaul_link::direction`), so a
+//! release that comes late loses the line that time. The loop is ordered to come late as
+//! seldom as it can: it releases first, the busier direction before the other; it reads
+//! only while the next release is further off than a read takes (a frame left waiting in
+//! its device a few microseconds more only arrives a little later, which a backlogged
+//! line never notices); and it sleeps until a learned margin before the next release and
+//! polls the rest (`wake`), so it leaves the core to the TCP endpoints as much as it can.
 //!
 //! Measured on two cores at 9.6 Gb/s and 163 ms: one thread per direction lost packets
-//! when either was preempted (the prototype's finding), and a second thread for the writes
-//! into the devices (the costliest step) gave less, not more (7.5 against 8.9 Gb/s): each
-//! hand-over cost a wake-up, which a virtual machine makes dear, and the two threads took
-//! the CPU the TCP endpoints needed. The kernel's TCP work for both ends runs in this
-//! thread's writes anyway, as it would in a NIC's interrupts.
-//!
-//! A virtual machine wakes a sleeping thread late, the more so the longer it slept
-//! (measured here: 40-120 µs typical, up to 0.5 ms). So a sleep ends `spin_ns` early,
-//! and the rest is spent polling without sleeping: a few µs late instead. Polling is paid
-//! from a budget of a tenth of the time, so on a busy link the engine sleeps.
+//! when either was preempted, and a second thread for the writes into the devices (the
+//! costliest step: the kernel's TCP work for the receiving end runs inside them, as it
+//! would in a NIC's interrupts) gave less, not more: each hand-over cost a wake-up.
 
 use std::io;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use nix::poll::{PollFd, PollFlags, PollTimeout, ppoll};
-use nix::sys::time::TimeSpec;
+use longhaul_link::{Direction, DirectionConfig, Offer, Peaks, Shape};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-pub use crate::clock::now_ns;
-use crate::control::{ControlServer, Then, handle};
-use crate::link::Direction;
-use crate::packet::VNET_HDR_LEN;
-use crate::tun::Tun;
+use crate::arena::{Arena, FrameRef};
+use crate::control::{self, Then};
+use crate::health::{self, HealthLog};
+use crate::packet::{self, VNET_HDR_LEN};
+use crate::wake::WakeMargins;
 
 /// The largest frame a TUN device hands over: the virtio header and a 64 KB packet.
-const FRAME_CAPACITY: usize = VNET_HDR_LEN + 65_536;
-/// Frames at most this long are copied out of the big read buffer into one their size,
-/// so that acknowledgements in flight do not each hold 64 KB.
-const SMALL_FRAME: usize = 2_048;
-/// Frames read from one device before looking at the other and at what is due: reading a
-/// 64 KB frame takes 10-20 µs here, and a release must not wait long for a batch.
-const READ_BATCH: usize = 4;
-/// The longest wait without looking at the clock (a stop flag is seen within this).
-const MAX_WAIT_NS: u64 = 100_000_000;
-/// Stop sleeping this long before a packet is due (see the module's notes).
-pub const DEFAULT_SPIN_NS: u64 = 150_000;
-/// The share of the time the engine may spend polling instead of sleeping (see `wait_ns`).
-const POLL_SHARE: f64 = 0.1;
-/// The most polling time that can be saved up.
-const POLL_BUDGET_CAP_NS: f64 = 10_000_000.0;
+pub const FRAME_CAPACITY: usize = VNET_HDR_LEN + 65_536;
+/// Frames read from one device before the loop looks at the other and at what is due.
+const READ_BATCH: usize = 8;
+/// The longest wait without looking at the clock (a stop is seen within this).
+pub const MAX_WAIT_NS: u64 = 100_000_000;
+/// The most a sleep stops short of a frame's instant to poll the rest (see `wake`).
+pub const DEFAULT_SPIN_NS: u64 = 200_000;
+/// Waits shorter than this poll instead of sleeping.
+const MIN_SLEEP_NS: u64 = 10_000;
+/// A first guess at what one read or write costs, before any was timed.
+const FIRST_COST_NS: u64 = 5_000;
 
-/// Polling time earned at `POLL_SHARE` of the time, up to a cap.
-struct PollBudget {
-    saved_ns: f64,
-    at_ns: u64,
+/// One end of the link: A (index 0) or B (index 1). Direction 0 runs from A to B.
+pub type Side = usize;
+
+/// What a wait found ready.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ready {
+    pub sides: [bool; 2],
+    pub control: bool,
+    /// Stop: a signal, the parent process gone, or a test's end.
+    pub stop: bool,
 }
 
-impl PollBudget {
-    fn refill(&mut self, now_ns: u64) {
-        let earned = now_ns.saturating_sub(self.at_ns) as f64 * POLL_SHARE;
-        self.saved_ns = (self.saved_ns + earned).min(POLL_BUDGET_CAP_NS);
-        self.at_ns = now_ns;
+/// The clock, the two ends of the link and the waiting, as the engine sees them.
+pub trait Device {
+    fn now_ns(&mut self) -> u64;
+    /// One frame (virtio header and packet) from end `side` into `buf`: its length, or
+    /// None if none is waiting.
+    fn read(&mut self, side: Side, buf: &mut [u8]) -> io::Result<Option<usize>>;
+    /// Hand one frame to end `side`, as if it had arrived over the link.
+    fn write(&mut self, side: Side, frame: &[u8]) -> io::Result<()>;
+    /// Wait until `until_ns` at most (sleeping, or if `sleep` is false only looking);
+    /// what is ready.
+    fn wait(&mut self, until_ns: u64, sleep: bool) -> io::Result<Ready>;
+    /// Answer what the control channel has; whether to stop.
+    fn serve_control(&mut self, _answer: &mut dyn FnMut(&str) -> (Value, Then)) -> Then {
+        Then::Continue
     }
-
-    /// Take `ns` of polling from the budget, if there is that much.
-    fn spend(&mut self, ns: u64) -> bool {
-        let ns = ns as f64;
-        if self.saved_ns < ns {
-            return false;
-        }
-        self.saved_ns -= ns;
-        true
-    }
-}
-/// Waits shorter than this look and go on instead of sleeping.
-const MIN_SLEEP_NS: u64 = 20_000;
-
-/// What a wait found ready to read.
-struct Ready {
-    sides: [bool; 2],
-    control: bool,
 }
 
 /// What the engine counts besides the links.
@@ -85,139 +80,261 @@ pub struct EngineCounters {
     pub wakeups: u64,
     pub read_errors: u64,
     pub write_errors: u64,
-    pub pooled_buffers: usize,
-    /// The longest the engine spent releasing, reading, or waking up after it should
-    /// have (what makes releases late).
-    pub longest_release_ns: u64,
+    /// Frames read while the arena was full (dropped, counted nowhere else).
+    pub arena_full_frames: u64,
     pub longest_read_ns: u64,
+    pub longest_write_ns: u64,
+    /// Time spent writing into each end (the kernel's work for the receiving side runs
+    /// inside these writes) and reading from each, and how many of each.
+    pub write_ns: [u64; 2],
+    pub writes: [u64; 2],
+    pub read_ns: [u64; 2],
+    pub reads: [u64; 2],
+    /// Super-packets cut into segments (a drop or loss fell inside), and the time it took.
+    pub cuts: u64,
+    pub cut_ns: u64,
+    /// How long writes into each end took: bucket k, less than 2^k us.
+    pub write_us: [[u64; 12]; 2],
     pub longest_wait_overshoot_ns: u64,
-    pub waits_over_1ms_late: u64,
+    pub sleeps: u64,
+    pub polls: u64,
+    /// Lateness of each direction's releases, by what the engine did just before: where
+    /// it comes from.
+    pub late_after: [LateAfter; 2],
 }
 
-pub struct Engine {
-    /// A, then B.
-    pub ends: [Tun; 2],
-    /// From A to B, then from B to A.
-    pub link: [Direction; 2],
-    pub control: Option<ControlServer>,
+/// Nanoseconds of lateness by the step that came before the late release.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct LateAfter {
+    pub sleep_ns: u64,
+    pub poll_ns: u64,
+    pub read_ns: [u64; 2],
+    pub write_ns: [u64; 2],
+    pub other_ns: u64,
+}
+
+/// The step the engine took last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Sleep,
+    Poll,
+    Read(Side),
+    Write(usize),
+    Other,
+}
+
+/// The links, where their frames wait, and the record of how it went: everything but
+/// the device.
+pub struct Core {
+    pub link: [Direction<FrameRef>; 2],
+    arenas: [Arena; 2],
     pub counters: EngineCounters,
-    /// How long before a packet is due to stop sleeping and poll instead.
-    pub spin_ns: u64,
-    pool: Vec<Vec<u8>>,
-    /// The due instant whose wait is being polled away (and was paid for).
-    polling_for: Option<u64>,
-    poll_budget: PollBudget,
+    health: HealthLog,
+    /// What one read from each side, and one write of each direction, costs (smoothed).
+    read_cost_ns: [u64; 2],
+    write_cost_ns: [u64; 2],
+    scratch: Vec<u8>,
+    started_ns: u64,
+    last_step: Step,
 }
 
-impl Engine {
-    pub fn new(ends: [Tun; 2], link: [Direction; 2], control: Option<ControlServer>) -> Self {
-        Self {
-            ends,
+pub struct Engine<D> {
+    pub device: D,
+    pub core: Core,
+    /// How long before a frame is due to stop sleeping and poll instead.
+    pub margins: WakeMargins,
+}
+
+impl Core {
+    /// The links of `configs` (A to B, B to A), starting at `now_ns`.
+    pub fn new(configs: [DirectionConfig; 2], seed: u64, now_ns: u64) -> io::Result<Core> {
+        let [ab, ba] = configs;
+        let arenas = [Self::arena_for(&ab)?, Self::arena_for(&ba)?];
+        let link = [
+            Direction::new(ab, seed, now_ns),
+            Direction::new(ba, seed.wrapping_add(1), now_ns),
+        ];
+        let counters = [link[0].counters().clone(), link[1].counters().clone()];
+        Ok(Core {
             link,
-            control,
+            arenas,
             counters: EngineCounters::default(),
-            spin_ns: DEFAULT_SPIN_NS,
-            pool: Vec::new(),
-            polling_for: None,
-            poll_budget: PollBudget {
-                saved_ns: POLL_BUDGET_CAP_NS,
-                at_ns: 0,
-            },
-        }
+            health: HealthLog::new(now_ns, counters, health::cpu_ns()),
+            read_cost_ns: [FIRST_COST_NS; 2],
+            write_cost_ns: [FIRST_COST_NS; 2],
+            scratch: vec![0; FRAME_CAPACITY],
+            started_ns: now_ns,
+            last_step: Step::Other,
+        })
     }
 
-    /// Run until `stop` is set or a control client asks to stop.
-    pub fn run(&mut self, stop: &Arc<AtomicBool>) -> io::Result<()> {
-        // What the last wait found ready: both devices and the control socket at first.
-        let mut ready = Ready {
-            sides: [true, true],
-            control: true,
-        };
-        while !stop.load(Ordering::Relaxed) {
-            let started = now_ns();
-            self.release_due(started);
-            let released = now_ns();
-            let has_more = [0, 1].map(|side| ready.sides[side] && self.read_side(side));
-            let read = now_ns();
-            if ready.control && self.serve_control() == Then::Stop {
-                break;
+    /// Bytes of arena a link needs: every frame it may hold, stored with its virtio header
+    /// (a quarter more than its wire bytes covers the smallest frames), and room to read
+    /// the largest frame twice over.
+    fn arena_bytes(config: &DirectionConfig) -> usize {
+        let bound = config.in_flight_bound_bytes() as usize;
+        bound + bound / 4 + 2 * FRAME_CAPACITY
+    }
+
+    fn arena_for(config: &DirectionConfig) -> io::Result<Arena> {
+        Arena::new(Self::arena_bytes(config))
+    }
+
+    /// Change direction `index` from `now_ns` on.
+    pub fn reconfigure(&mut self, index: usize, now_ns: u64, config: DirectionConfig) {
+        // Mapping a larger ring fails only without address space; frames that then find
+        // the old one full are counted as `arena_full_frames`.
+        let _ = self.arenas[index].grow_to(Self::arena_bytes(&config));
+        self.link[index].reconfigure(now_ns, config);
+    }
+
+    /// Offer the frame just read into arena `side` at `offset` (`len` bytes) to the link.
+    fn offer<D: Device>(
+        &mut self,
+        device: &mut D,
+        side: Side,
+        now_ns: u64,
+        offset: usize,
+        len: usize,
+    ) {
+        let arena = &mut self.arenas[side];
+        let frame = arena.keep(offset, len);
+        let bytes = arena.bytes(frame);
+        let link = &mut self.link[side];
+        match link.offer(now_ns, wire_shape(bytes)) {
+            Offer::Whole(slot) => {
+                let copies = link.push(slot, frame);
+                arena.add_releases(frame, copies as u32 - 1);
             }
-            self.release_due(read);
-            let before_wait = now_ns();
-            let wait_ns = if has_more[0] || has_more[1] {
-                0
-            } else {
-                self.wait_ns(before_wait)
-            };
-            ready = if wait_ns == 0 && (has_more[0] || has_more[1]) {
-                // Read on without asking: the devices said nothing yet about the rest.
-                Ready {
-                    sides: has_more,
-                    control: false,
-                }
-            } else {
-                self.wait(wait_ns)?
-            };
-            self.count_round(started, released, read, before_wait, wait_ns);
-        }
-        Ok(())
-    }
-
-    fn count_round(&mut self, started: u64, released: u64, read: u64, waited: u64, wait_ns: u64) {
-        let woke = now_ns();
-        let c = &mut self.counters;
-        c.wakeups += 1;
-        c.longest_release_ns = c.longest_release_ns.max(released - started);
-        c.longest_read_ns = c.longest_read_ns.max(read - released);
-        let overshoot = (woke - waited).saturating_sub(wait_ns);
-        c.longest_wait_overshoot_ns = c.longest_wait_overshoot_ns.max(overshoot);
-        if overshoot > 1_000_000 {
-            c.waits_over_1ms_late += 1;
-        }
-    }
-
-    /// Write every packet that may be released now to the far device.
-    fn release_due(&mut self, now: u64) {
-        for (direction, far) in [(0, 1), (1, 0)] {
-            while let Some(frame) = self.link[direction].release(now) {
-                if self.ends[far].write(&frame).is_err() {
-                    // The device is down or gone: like a cable pulled out, count and go on.
-                    self.counters.write_errors += 1;
-                }
-                self.recycle(frame);
-            }
-        }
-    }
-
-    /// Read up to a batch from device `side` into its link; whether more may be waiting.
-    fn read_side(&mut self, side: usize) -> bool {
-        for _ in 0..READ_BATCH {
-            let mut buf = self
-                .pool
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(FRAME_CAPACITY));
-            match self.ends[side].read(&mut buf) {
-                Ok(Some(n)) if n > VNET_HDR_LEN => {
-                    let now = now_ns();
-                    let frame = if n <= SMALL_FRAME {
-                        let small = buf[..n].to_vec();
-                        self.pool.push(buf);
-                        small
-                    } else {
-                        buf
-                    };
-                    if let Some(back) = self.link[side].offer(now, frame) {
-                        self.recycle(back);
+            Offer::Refused(_) => arena.discard(frame),
+            Offer::Cut(parts) => {
+                let began = device.now_ns();
+                self.counters.cuts += 1;
+                let segments = packet::split(bytes).filter(|s| s.len() == parts.len());
+                // The segments take the whole frame's place.
+                arena.discard(frame);
+                let Some(segments) = segments else {
+                    // Not one this can cut: the loss of one segment loses the frame.
+                    link.abandon(&parts);
+                    return;
+                };
+                for (segment, part) in segments.iter().zip(parts) {
+                    let Ok(slot) = part else { continue };
+                    match arena.copy_in(segment) {
+                        Some(kept) => {
+                            let copies = link.push(slot, kept);
+                            arena.add_releases(kept, copies as u32 - 1);
+                        }
+                        None => self.counters.arena_full_frames += 1,
                     }
                 }
-                Ok(Some(_)) => self.pool.push(buf),
-                Ok(None) => {
-                    self.pool.push(buf);
-                    return false;
+                self.counters.cut_ns += device.now_ns() - began;
+            }
+        }
+    }
+
+    /// Every frame the links allow at `now`, written to the far end. The direction
+    /// carrying more goes first, and the other only when its write would be done before
+    /// the busier one's next frame is due: on a full line a late release is line time
+    /// lost, on the quiet one (acknowledgements) only a little delay.
+    fn release_due<D: Device>(&mut self, device: &mut D, now_ns: u64) {
+        let busy = usize::from(self.link[1].in_flight_bytes() > self.link[0].in_flight_bytes());
+        let quiet = 1 - busy;
+        let mut now = now_ns;
+        loop {
+            if self.release_one(device, busy, now) {
+                now = device.now_ns();
+                continue;
+            }
+            let busy_due = self.link[busy].next_release_ns().unwrap_or(u64::MAX);
+            if busy_due < now + self.write_cost_ns[quiet] || !self.release_one(device, quiet, now) {
+                break;
+            }
+            now = device.now_ns();
+        }
+    }
+
+    /// Release one frame of `direction` if it may leave at `now_ns`; whether one did.
+    fn release_one<D: Device>(&mut self, device: &mut D, direction: usize, now_ns: u64) -> bool {
+        let late_before = self.link[direction].counters().lateness.sum_ns;
+        let Some(frame) = self.link[direction].release(now_ns) else {
+            return false;
+        };
+        let late = self.link[direction].counters().lateness.sum_ns - late_before;
+        let blame = &mut self.counters.late_after[direction];
+        match self.last_step {
+            Step::Sleep => blame.sleep_ns += late,
+            Step::Poll => blame.poll_ns += late,
+            Step::Read(side) => blame.read_ns[side] += late,
+            Step::Write(d) => blame.write_ns[d] += late,
+            Step::Other => blame.other_ns += late,
+        }
+        let far = 1 - direction;
+        let began = device.now_ns();
+        if device
+            .write(far, self.arenas[direction].bytes(frame))
+            .is_err()
+        {
+            // The device is down or gone: like a cable pulled out, count and go on.
+            self.counters.write_errors += 1;
+        }
+        let took = device.now_ns() - began;
+        let c = &mut self.counters;
+        c.longest_write_ns = c.longest_write_ns.max(took);
+        c.write_ns[far] += took;
+        c.writes[far] += 1;
+        let bucket = (u64::BITS - (took / 1_000).leading_zeros()) as usize;
+        c.write_us[far][bucket.min(11)] += 1;
+        self.write_cost_ns[direction] = smooth(self.write_cost_ns[direction], took);
+        self.arenas[direction].release(frame);
+        self.last_step = Step::Write(direction);
+        true
+    }
+
+    /// When the next frame of either direction may leave.
+    fn next_release_ns(&self) -> Option<u64> {
+        [
+            self.link[0].next_release_ns(),
+            self.link[1].next_release_ns(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Read up to a batch from end `side` into its link, stopping early if a release
+    /// is due before another read would be done; whether more may be waiting.
+    fn read_side<D: Device>(&mut self, device: &mut D, side: Side) -> bool {
+        for _ in 0..READ_BATCH {
+            let now = device.now_ns();
+            if let Some(due) = self.next_release_ns()
+                && due < now + self.read_cost_ns[side]
+            {
+                return true; // release first; the frame waits in its device meanwhile
+            }
+            let (read, offset) = match self.arenas[side].room(FRAME_CAPACITY) {
+                Some((offset, room)) => (device.read(side, room), Some(offset)),
+                None => (device.read(side, &mut self.scratch), None),
+            };
+            let done = device.now_ns();
+            let took = done - now;
+            let c = &mut self.counters;
+            c.longest_read_ns = c.longest_read_ns.max(took);
+            c.read_ns[side] += took;
+            c.reads[side] += 1;
+            self.last_step = Step::Read(side);
+            match read {
+                Ok(Some(n)) if n > VNET_HDR_LEN => {
+                    self.read_cost_ns[side] = smooth(self.read_cost_ns[side], took);
+                    match offset {
+                        Some(offset) => self.offer(device, side, done, offset, n),
+                        None => self.counters.arena_full_frames += 1,
+                    }
                 }
+                Ok(Some(_)) => {}
+                Ok(None) => return false,
                 Err(_) => {
                     self.counters.read_errors += 1;
-                    self.pool.push(buf);
                     return false;
                 }
             }
@@ -225,111 +342,168 @@ impl Engine {
         true
     }
 
-    fn recycle(&mut self, frame: Vec<u8>) {
-        if frame.capacity() >= FRAME_CAPACITY {
-            self.pool.push(frame);
+    /// Note the interval's counters if one has ended.
+    fn note_health(&mut self, now_ns: u64) {
+        if self.health.due(now_ns) {
+            self.note_now(now_ns);
         }
     }
 
-    fn serve_control(&mut self) -> Then {
-        let Some(control) = self.control.as_mut() else {
-            return Then::Continue;
-        };
-        self.counters.pooled_buffers = self.pool.len();
-        let counters = &self.counters;
-        let link = &mut self.link;
-        control.serve(|line| {
-            handle(line, link, now_ns(), &|| {
-                serde_json::to_value(counters).unwrap_or(Value::Null)
-            })
-        })
-    }
-
-    /// How long to sleep before the next packet is due; 0 polls instead of sleeping.
-    ///
-    /// A thread that sleeps wakes late, so the last `spin_ns` before a packet is due are
-    /// polled away. Polling takes a core while it lasts, which on a busy link the TCP
-    /// endpoints need; so it is paid from a budget of `POLL_SHARE` of the time, and when
-    /// that is spent the engine sleeps and counts on the release's catch-up burst.
-    fn wait_ns(&mut self, now: u64) -> u64 {
-        let next = [
-            self.link[0].next_release_ns(),
-            self.link[1].next_release_ns(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        self.poll_budget.refill(now);
-        let Some(due) = next else {
-            self.polling_for = None;
-            return MAX_WAIT_NS;
-        };
-        let until_due = due.saturating_sub(now);
-        if self.polling_for.is_some_and(|paid| due <= paid) && until_due <= self.spin_ns {
-            return 0; // paid for when the polling began
-        }
-        let to_poll = until_due.min(self.spin_ns);
-        let polling = to_poll > 0 && self.poll_budget.spend(to_poll);
-        self.polling_for = polling.then_some(due);
-        if polling {
-            (until_due - to_poll).min(MAX_WAIT_NS)
-        } else {
-            until_due.min(MAX_WAIT_NS)
-        }
-    }
-
-    /// Wait up to `wait_ns` for a device or the control socket; what became ready. A wait
-    /// shorter than `MIN_SLEEP_NS` only looks: sleeping and being woken costs a virtual
-    /// machine more than that.
-    fn wait(&self, wait_ns: u64) -> io::Result<Ready> {
-        let mut fds = vec![
-            PollFd::new(self.ends[0].fd(), PollFlags::POLLIN),
-            PollFd::new(self.ends[1].fd(), PollFlags::POLLIN),
+    fn note_now(&mut self, now_ns: u64) {
+        let peaks: [Peaks; 2] = [self.link[0].take_peaks(), self.link[1].take_peaks()];
+        let counters = [
+            self.link[0].counters().clone(),
+            self.link[1].counters().clone(),
         ];
-        if let Some(control) = &self.control {
-            for (fd, writing) in control.fds() {
-                let flags = if writing {
-                    PollFlags::POLLIN | PollFlags::POLLOUT
-                } else {
-                    PollFlags::POLLIN
-                };
-                fds.push(PollFd::new(fd, flags));
-            }
-        }
-        let outcome = if wait_ns < MIN_SLEEP_NS {
-            nix::poll::poll(&mut fds, PollTimeout::ZERO)
-        } else {
-            let timeout = TimeSpec::from_duration(std::time::Duration::from_nanos(wait_ns));
-            ppoll(&mut fds, Some(timeout), None)
-        };
-        match outcome {
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(io::Error::from(e)),
-        }
-        let has = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-        Ok(Ready {
-            sides: [has(&fds[0]), has(&fds[1])],
-            control: fds[2..].iter().any(has),
-        })
+        self.health.note(now_ns, counters, peaks, health::cpu_ns());
+    }
+
+    /// Answer one control request.
+    pub fn answer(&mut self, line: &str, now_ns: u64) -> (Value, Then) {
+        control::handle(line, self, now_ns)
     }
 
     /// Counters of both directions and of the engine, as JSON.
-    pub fn stats(&self) -> Value {
-        let now = now_ns();
-        serde_json::json!({
-            "now_ns": now,
-            "a_to_b": self.link[0].stats(now),
-            "b_to_a": self.link[1].stats(now),
+    pub fn stats(&self, now_ns: u64) -> Value {
+        json!({
+            "now_ns": now_ns,
+            "a_to_b": self.link[0].stats(now_ns),
+            "b_to_a": self.link[1].stats(now_ns),
             "engine": self.counters,
+            "memory": self.memory(),
         })
+    }
+
+    /// What the emulator holds in memory, against what it may hold at most.
+    pub fn memory(&self) -> Value {
+        json!({
+            "rss_bytes": health::rss_bytes(),
+            "arena_capacity_bytes": [self.arenas[0].capacity(), self.arenas[1].capacity()],
+            "arena_touched_bytes": [self.arenas[0].touched_bytes(), self.arenas[1].touched_bytes()],
+            "held_frames": [self.arenas[0].held_frames(), self.arenas[1].held_frames()],
+        })
+    }
+
+    /// How faithfully the link ran from `since_ns` to `now_ns`.
+    pub fn health_since(&mut self, since_ns: u64, now_ns: u64) -> Value {
+        self.note_now(now_ns);
+        let mut answer = serde_json::to_value(self.health.since(since_ns)).unwrap_or(Value::Null);
+        answer["rss_bytes"] = json!(health::rss_bytes());
+        answer["running_since_ns"] = json!(self.started_ns);
+        answer
+    }
+
+    /// Frames still in flight are dropped (shutting down).
+    pub fn drain(&mut self) {
+        for (link, arena) in self.link.iter_mut().zip(&mut self.arenas) {
+            for frame in link.drain() {
+                arena.release(frame);
+            }
+        }
+    }
+}
+
+/// A cost estimate moved an eighth of the way to the latest sample.
+fn smooth(estimate: u64, sample: u64) -> u64 {
+    (estimate * 7 + sample) / 8
+}
+
+/// How a frame appears on the wire, for the link.
+pub fn wire_shape(frame: &[u8]) -> Shape {
+    let s = packet::shape(frame);
+    Shape {
+        segments: s.segments,
+        ip_bytes: s.ip_bytes,
+        last_segment_ip_bytes: s.last_segment_ip_bytes,
+    }
+}
+
+impl<D: Device> Engine<D> {
+    pub fn new(device: D, core: Core) -> Self {
+        Self {
+            device,
+            core,
+            margins: WakeMargins::new(DEFAULT_SPIN_NS),
+        }
+    }
+
+    /// Run until the device says stop or a control client asks to.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut ready = Ready {
+            sides: [true, true],
+            control: true,
+            stop: false,
+        };
+        while !ready.stop {
+            let now = self.device.now_ns();
+            self.core.release_due(&mut self.device, now);
+            self.core.note_health(now);
+            let more =
+                [0, 1].map(|side| ready.sides[side] && self.core.read_side(&mut self.device, side));
+            if ready.control {
+                let core = &mut self.core;
+                let device_now = self.device.now_ns();
+                let then = self
+                    .device
+                    .serve_control(&mut |line| core.answer(line, device_now));
+                if then == Then::Stop {
+                    break;
+                }
+            }
+            let now = self.device.now_ns();
+            self.core.release_due(&mut self.device, now);
+            ready = self.wait(more)?;
+        }
+        Ok(())
+    }
+
+    /// Wait for what comes next: a release, or a device with more to read.
+    fn wait(&mut self, more: [bool; 2]) -> io::Result<Ready> {
+        let now = self.device.now_ns();
+        let next = self.core.next_release_ns();
+        let c = &mut self.core.counters;
+        c.wakeups += 1;
+        if more[0] || more[1] {
+            // Read on (or release first) without sleeping: look at everything once more.
+            self.core.last_step = Step::Poll;
+            let mut ready = self.device.wait(now, false)?;
+            ready.sides = [ready.sides[0] || more[0], ready.sides[1] || more[1]];
+            return Ok(ready);
+        }
+        let Some(due) = next else {
+            c.sleeps += 1;
+            self.core.last_step = Step::Sleep;
+            return self.device.wait(now + MAX_WAIT_NS, true);
+        };
+        let gap = due.saturating_sub(now).min(MAX_WAIT_NS);
+        let margin = self.margins.margin_ns(gap);
+        if gap < margin + MIN_SLEEP_NS {
+            c.polls += 1;
+            self.core.last_step = Step::Poll;
+            return self.device.wait(due, false);
+        }
+        c.sleeps += 1;
+        self.core.last_step = Step::Sleep;
+        let sleep = gap - margin;
+        let wake_at = now + sleep;
+        let ready = self.device.wait(wake_at, true)?;
+        let woke = self.device.now_ns();
+        if !ready.sides.contains(&true) && !ready.control {
+            // Woken by the clock: how late it was is what the margins learn from.
+            let overshoot = woke.saturating_sub(wake_at);
+            self.margins.learn(sleep, overshoot);
+            let c = &mut self.core.counters;
+            c.longest_wait_overshoot_ns = c.longest_wait_overshoot_ns.max(overshoot);
+        }
+        Ok(ready)
     }
 }
 
 /// Run the calling thread under `SCHED_FIFO` at `priority` (1-99), so that it runs as soon
 /// as it is ready instead of waiting for a time slice behind the senders and receivers
 /// (on two cores, the fair scheduler kept the engine waiting 1-30 ms, 15 times a second).
-/// It sleeps whenever nothing is due, and the kernel keeps 5 % of each second for other
-/// tasks, so it cannot lock the machine up.
+/// The kernel keeps 5 % of each second for other tasks (`sched_rt_runtime_us`), so it
+/// cannot lock the machine up.
 pub fn run_in_real_time(priority: i32) -> io::Result<()> {
     let param = libc::sched_param {
         sched_priority: priority,
@@ -343,11 +517,9 @@ pub fn run_in_real_time(priority: i32) -> io::Result<()> {
 }
 
 /// Ask the kernel to keep idle CPUs out of deep sleep while the returned file is open
-/// (a power-management latency request of 0 µs on `/dev/cpu_dma_latency`; closing it, also by the process
-/// dying, withdraws the request). A packet that arrives while the emulator sleeps is seen
-/// only when the CPU wakes: here that took 100 µs by default and 27 µs with the request,
-/// and an idle 26.8 ms loop measured +0.22 ms instead of +0.04 ms. Idle CPUs then poll,
-/// which costs the host, not this machine's work.
+/// (a power-management latency request of 0 us on `/dev/cpu_dma_latency`; closing it,
+/// also by the process dying, withdraws the request), so a frame arriving while the
+/// emulator sleeps is seen sooner.
 pub fn hold_cpu_latency_qos() -> io::Result<std::fs::File> {
     use std::io::Write;
     let mut file = std::fs::OpenOptions::new()

@@ -15,14 +15,15 @@ use serde_json::json;
 
 use longhaul_wan::clock::{fine_timer_slack, now_ns, warn};
 use longhaul_wan::config::{
-    CrossTraffic, DirectionConfig, LinkConfig, Loss, parse_bytes, parse_duration_ns, parse_rate,
+    CrossTraffic, DirectionConfig, GilbertElliott, Jitter, Layer, LinkConfig, Loss, parse_bytes,
+    parse_duration_ns, parse_rate,
 };
 use longhaul_wan::control::{ControlServer, request};
 use longhaul_wan::echo::{self, Mode, Probe, ProbeOptions, ServeOptions, Server};
-use longhaul_wan::engine::{Engine, hold_cpu_latency_qos, run_in_real_time};
-use longhaul_wan::link::Direction;
+use longhaul_wan::engine::{Core, Engine, hold_cpu_latency_qos, run_in_real_time};
 use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
-use longhaul_wan::tun::Tun;
+use longhaul_wan::tun::{Tun, TunDevice};
+use longhaul_wan::wake::WakeMargins;
 
 #[derive(Parser)]
 #[command(
@@ -37,7 +38,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Create the two devices and emulate the link until SIGTERM (or a `stop` request).
+    /// Create the two devices and emulate the link until SIGTERM or SIGINT, a `stop`
+    /// request, or the end of the process named by --parent-pid.
     ///
     /// Prints one JSON line when the devices exist (give them addresses and bring them up
     /// then), and the final counters as JSON when it stops.
@@ -104,24 +106,41 @@ struct RunArgs {
     /// Name of device B.
     #[arg(long)]
     b_dev: String,
-    /// The link's rate in each direction, e.g. 9.6g, 1g, 100m.
-    #[arg(long, value_parser = parse_rate, default_value = "1g")]
-    rate: u64,
+    /// The line's layer: ip (the rate counts IP bytes), oc192, oc48, oc12, oc3 (SONET,
+    /// Ethernet mapped by GFP-F), wanphy, lanphy, gige. It caps the rate and sets the
+    /// framing each packet costs.
+    #[arg(long, value_parser = Layer::parse, default_value = "ip")]
+    layer: Layer,
+    /// The rate in each direction, e.g. 9.6g, 1g, 100m (framing counted); default: the
+    /// layer's line rate, or 1g for the ip layer.
+    #[arg(long, value_parser = parse_rate)]
+    rate: Option<u64>,
     /// One-way propagation delay in each direction, e.g. 13.4ms, 81.5ms.
     #[arg(long, value_parser = parse_duration_ns, default_value = "0ms")]
     delay: u64,
     /// Queue limit in bytes, e.g. 196m; default: one bandwidth-delay product.
     #[arg(long, value_parser = parse_bytes)]
     queue: Option<u64>,
-    /// Bytes of framing per wire segment beyond the IP packet (0: count IP bytes).
-    #[arg(long, default_value_t = 0)]
-    frame_overhead: u32,
+    /// Bytes of framing per wire segment beyond the IP packet; default: the layer's.
+    #[arg(long)]
+    frame_overhead: Option<u32>,
     /// Random loss: the probability that a segment is lost, e.g. 1e-5.
     #[arg(long)]
     loss: Option<f64>,
-    /// Gilbert-Elliott burst loss: p,r[,loss_good,loss_bad] (default loss 0 in Good, 1 in Bad).
-    #[arg(long, value_parser = parse_gilbert_elliott, conflicts_with = "loss")]
-    burst_loss: Option<Loss>,
+    /// Gilbert-Elliott burst loss: p_good_to_bad,p_bad_to_good[,loss_good,loss_bad]
+    /// (default loss 0 in Good, 1 in Bad); with --loss, both apply.
+    #[arg(long, value_parser = parse_gilbert_elliott)]
+    burst_loss: Option<GilbertElliott>,
+    /// Queueing jitter of a packet-switched core: hops=N,mean=DURATION (per hop, an
+    /// exponential wait at each), e.g. hops=4,mean=150us. A SONET circuit has none.
+    #[arg(long, value_parser = parse_jitter)]
+    jitter: Option<Jitter>,
+    /// Fault for tests: the probability that a frame is delivered after the next one.
+    #[arg(long, default_value_t = 0.0)]
+    reorder: f64,
+    /// Fault for tests: the probability that a frame is delivered twice.
+    #[arg(long, default_value_t = 0.0)]
+    duplicate: f64,
     /// Synthetic cross-traffic: RATE[,on=DURATION,off=DURATION], e.g. 2g or 4g,on=50ms,off=50ms.
     #[arg(long, value_parser = parse_cross)]
     cross: Option<CrossTraffic>,
@@ -134,10 +153,14 @@ struct RunArgs {
     /// Seed of the loss decisions.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Stop sleeping this long before a packet is due and poll instead: a virtual machine
-    /// wakes sleepers late. 0 never polls (less CPU, later releases).
-    #[arg(long, value_parser = parse_duration_ns, default_value = "150us")]
+    /// The most a sleep stops short of a frame's instant to poll the rest: the engine
+    /// learns how late this machine wakes sleepers and stops that much short, up to this.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "200us")]
     spin: u64,
+    /// The CPU to run the emulator on: a number, `auto` (the last CPU, when there is more
+    /// than one: the testbed steers the hosts' kernel work to the others), or `any`.
+    #[arg(long, default_value = "auto")]
+    cpu: String,
     /// Real-time (SCHED_FIFO) priority of the emulator's threads, 1-99; 0 leaves them to
     /// the fair scheduler, which on a busy machine keeps them waiting for milliseconds.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=99))]
@@ -146,6 +169,10 @@ struct RunArgs {
     /// arriving while the emulator sleeps is seen at once: false lets the machine idle deeper.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     cpu_latency_qos: bool,
+    /// Stop when this process ends (it must be the emulator's parent): a testbed that is
+    /// killed takes its emulators with it.
+    #[arg(long)]
+    parent_pid: Option<i32>,
 }
 
 #[derive(Args)]
@@ -248,7 +275,7 @@ fn parse_bind(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{text:?} is not ADDR or ADDR:PORT"))
 }
 
-fn parse_gilbert_elliott(text: &str) -> Result<Loss, String> {
+fn parse_gilbert_elliott(text: &str) -> Result<GilbertElliott, String> {
     let values: Vec<f64> = text
         .split(',')
         .map(|v| {
@@ -257,21 +284,37 @@ fn parse_gilbert_elliott(text: &str) -> Result<Loss, String> {
                 .map_err(|_| format!("{v:?} is not a number"))
         })
         .collect::<Result<_, _>>()?;
-    match values[..] {
-        [p, r] => Ok(Loss::GilbertElliott {
-            p,
-            r,
-            loss_good: 0.0,
-            loss_bad: 1.0,
-        }),
-        [p, r, loss_good, loss_bad] => Ok(Loss::GilbertElliott {
-            p,
-            r,
-            loss_good,
-            loss_bad,
-        }),
-        _ => Err("give p,r or p,r,loss_good,loss_bad".into()),
+    let (p_good_to_bad, p_bad_to_good, loss_good, loss_bad) = match values[..] {
+        [p, r] => (p, r, 0.0, 1.0),
+        [p, r, good, bad] => (p, r, good, bad),
+        _ => return Err("give p_good_to_bad,p_bad_to_good[,loss_good,loss_bad]".into()),
+    };
+    Ok(GilbertElliott {
+        p_good_to_bad,
+        p_bad_to_good,
+        loss_good,
+        loss_bad,
+    })
+}
+
+fn parse_jitter(text: &str) -> Result<Jitter, String> {
+    let mut jitter = Jitter {
+        hops: 0,
+        mean_ns_per_hop: 0,
+    };
+    for part in text.split(',') {
+        match part.trim().split_once('=') {
+            Some(("hops", v)) => {
+                jitter.hops = v
+                    .parse()
+                    .map_err(|_| format!("hops {v:?} is not a count"))?;
+            }
+            Some(("mean", v)) => jitter.mean_ns_per_hop = parse_duration_ns(v)?,
+            _ => return Err(format!("{part:?}: use hops=N,mean=DURATION")),
+        }
     }
+    jitter.check()?;
+    Ok(jitter)
 }
 
 fn parse_cross(text: &str) -> Result<CrossTraffic, String> {
@@ -307,16 +350,22 @@ fn link_config(args: &RunArgs) -> Result<LinkConfig, String> {
         return serde_json::from_str(&text)
             .map_err(|e| format!("--config {}: {e}", path.display()));
     }
-    let mut one = DirectionConfig::new(args.rate, args.delay);
+    let rate = args
+        .rate
+        .or(args.layer.line_rate_bps())
+        .unwrap_or(1_000_000_000);
+    let mut one = DirectionConfig::new(rate, args.delay);
+    one.layer = args.layer;
     one.queue_bytes = args.queue;
     one.frame_overhead_bytes = args.frame_overhead;
     one.cross.clone_from(&args.cross);
-    if let Some(probability) = args.loss {
-        one.loss = Loss::Random { probability };
-    }
-    if let Some(loss) = &args.burst_loss {
-        one.loss = loss.clone();
-    }
+    one.loss = Loss {
+        random: args.loss.unwrap_or(0.0),
+        burst: args.burst_loss,
+    };
+    one.jitter = args.jitter;
+    one.faults.reorder = args.reorder;
+    one.faults.duplicate = args.duplicate;
     Ok(LinkConfig {
         a_to_b: one.clone(),
         b_to_a: one,
@@ -345,17 +394,20 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
         ),
         None => None,
     };
-    let now = now_ns();
-    let link = [
-        Direction::new(config.a_to_b, args.seed, now),
-        Direction::new(config.b_to_a, args.seed.wrapping_add(1), now),
-    ];
+    let core = Core::new([config.a_to_b, config.b_to_a], args.seed, now_ns())
+        .map_err(|e| (1, format!("cannot map the frame arenas: {e}")))?;
+    let mut device = TunDevice::new([a, b], control, stop);
+    if let Some(pid) = args.parent_pid {
+        device
+            .die_with(pid)
+            .map_err(|e| (1, format!("--parent-pid {pid}: {e}")))?;
+    }
     let ready = json!({
         "ready": true,
         "pid": std::process::id(),
-        "a": a.name,
-        "b": b.name,
-        "udp_offload": a.udp_offload && b.udp_offload,
+        "a": device.ends[0].name,
+        "b": device.ends[1].name,
+        "udp_offload": device.ends[0].udp_offload && device.ends[1].udp_offload,
     });
     println!("{ready}");
     let _qos = match args.cpu_latency_qos.then(hold_cpu_latency_qos) {
@@ -374,12 +426,38 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
             "no real-time priority ({e}); releases may come late under load"
         ));
     }
-    let mut engine = Engine::new([a, b], link, control);
-    engine.spin_ns = args.spin;
-    engine
-        .run(&stop)
-        .map_err(|e| (1, format!("emulator: {e}")))?;
-    println!("{}", engine.stats());
+    pin_to_cpu(&args.cpu).map_err(|e| (2, format!("--cpu {}: {e}", args.cpu)))?;
+    let mut engine = Engine::new(device, core);
+    engine.margins = WakeMargins::new(args.spin);
+    engine.run().map_err(|e| (1, format!("emulator: {e}")))?;
+    engine.core.drain();
+    println!("{}", engine.core.stats(now_ns()));
+    Ok(())
+}
+
+/// Run this thread on the CPU `choice` names (see `RunArgs::cpu`).
+fn pin_to_cpu(choice: &str) -> Result<(), String> {
+    // SAFETY: sysconf reads a constant.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let cpu = match choice {
+        "any" => return Ok(()),
+        "auto" if online < 2 => return Ok(()),
+        "auto" => online - 1,
+        number => number
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n < online)
+            .ok_or_else(|| format!("give auto, any or a CPU number below {online}"))?,
+    };
+    // SAFETY: cpu_set_t is plain old data; CPU_SET writes within it; sched_setaffinity
+    // reads it for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+    }
     Ok(())
 }
 

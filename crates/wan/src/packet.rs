@@ -73,15 +73,19 @@ pub struct Shape {
     pub ip_bytes: u64,
     /// IP + transport header bytes of each segment (0 when not a TCP or UDP super-packet).
     pub header_len: usize,
+    /// IP bytes of the last segment (all others are alike).
+    pub last_segment_ip_bytes: u64,
 }
 
 /// The shape of `frame` (virtio header + IP packet). Anything the emulator cannot read
 /// as a super-packet counts as one segment of its own length.
 pub fn shape(frame: &[u8]) -> Shape {
+    let ip_bytes = frame.len().saturating_sub(VNET_HDR_LEN) as u64;
     let single = Shape {
         segments: 1,
-        ip_bytes: frame.len().saturating_sub(VNET_HDR_LEN) as u64,
+        ip_bytes,
         header_len: 0,
+        last_segment_ip_bytes: ip_bytes,
     };
     let Some(hdr) = VnetHdr::parse(frame) else {
         return single;
@@ -97,11 +101,13 @@ pub fn shape(frame: &[u8]) -> Shape {
     if payload == 0 {
         return single;
     }
-    let segments = payload.div_ceil(usize::from(hdr.gso_size)) as u32;
+    let mss = usize::from(hdr.gso_size);
+    let segments = payload.div_ceil(mss);
     Shape {
-        segments,
-        ip_bytes: (ip.len() + (segments as usize - 1) * header_len) as u64,
+        segments: segments as u32,
+        ip_bytes: (ip.len() + (segments - 1) * header_len) as u64,
         header_len,
+        last_segment_ip_bytes: (header_len + payload - (segments - 1) * mss) as u64,
     }
 }
 
@@ -315,7 +321,8 @@ pub(crate) mod tests {
             Shape {
                 segments: 1,
                 ip_bytes: 152,
-                header_len: 0
+                header_len: 0,
+                last_segment_ip_bytes: 152,
             }
         );
     }
@@ -327,6 +334,7 @@ pub(crate) mod tests {
         assert_eq!(s.segments, 45);
         assert_eq!(s.header_len, 52);
         assert_eq!(s.ip_bytes, (44 * (1448 + 52) + 1000 + 52) as u64);
+        assert_eq!(s.last_segment_ip_bytes, 1052);
     }
 
     #[test]

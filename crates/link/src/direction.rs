@@ -1,0 +1,664 @@
+//! One direction of a link as a pure state machine: frames are offered at the instant they
+//! arrive and released at the instant they reach the far end. No clock, no I/O: time is an
+//! argument (nanoseconds), so the emulator runs it against real time and the simulator
+//! against virtual time, and tests against both.
+//!
+//! **Ingress.** A frame is serialized at the line rate behind what is already queued
+//! (`end = max(now, line free) + wire bytes / rate`, wire bytes counting the layer's
+//! framing per segment), dropped at the tail if the queue (the bytes not yet sent) would
+//! overflow, perhaps lost on the line (a lost segment has still used the line), and due
+//! at the far end one propagation delay (plus any jitter) after its last bit left, never
+//! before the frame ahead of it.
+//!
+//! **Egress, at a strict rate.** A frame leaves when it is due and when the line has had
+//! time to carry it since the last one left: `V + tx - tolerance`, `V` the instant the last
+//! frame's last bit arrived. So no window of any length carries more than the rate allows
+//! plus `PACING_TOLERANCE_NS` of it: a late release (the emulator was busy) delays what
+//! follows and never hurries it. When the line falls behind its schedule by more than the
+//! tolerance (a late release, or frames bunched by a cut in delay or rate, or by jitter),
+//! the whole line is held back by that much: every frame in flight and queued is delayed
+//! with it, as if the line had stopped, and the senders see a queue that fills, not a
+//! burst. Internally the line keeps its own clock, `link = real - offset`; holding the line
+//! back is adding to `offset`.
+//!
+//! Times inside are picoseconds so rounding never drifts the rate.
+
+use std::collections::VecDeque;
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use serde::Serialize;
+
+use crate::config::DirectionConfig;
+use crate::cross::Arrivals;
+use crate::health::{Lateness, RateWindow};
+use crate::jitter::JitterState;
+use crate::loss::{Cause, LossState};
+use crate::{PS_PER_NS, PS_PER_S};
+
+/// How far a release may run ahead of strict spacing, to make up for one that came late:
+/// 5 us of the line. A window of 1 ms then carries at most 0.5 % above the rate, and a
+/// window of a frame's own length at most the rate plus that frame.
+pub const PACING_TOLERANCE_NS: u64 = 5_000;
+/// A hold of the line this long or longer is counted as a stall.
+pub const STALL_NS: u64 = 1_000_000;
+/// The window over which the largest delivered rate is tracked.
+pub const RATE_WINDOW_NS: u64 = 1_000_000;
+
+/// How a frame appears on the wire: a plain packet is one segment, a GSO super-packet
+/// several, all of one size but the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub segments: u32,
+    /// IP bytes of all its segments, each with its own headers.
+    pub ip_bytes: u64,
+    pub last_segment_ip_bytes: u64,
+}
+
+impl Shape {
+    pub fn single(ip_bytes: u64) -> Self {
+        Self {
+            segments: 1,
+            ip_bytes,
+            last_segment_ip_bytes: ip_bytes,
+        }
+    }
+
+    pub fn segment_ip_bytes(&self, index: u32) -> u64 {
+        if index + 1 >= self.segments {
+            self.last_segment_ip_bytes
+        } else {
+            (self.ip_bytes - self.last_segment_ip_bytes) / u64::from(self.segments - 1)
+        }
+    }
+}
+
+/// A frame's place on the line, given by `offer` and handed back with `push`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    start_ps: u128,
+    due_ps: u128,
+    /// Its transmission time at the rate in force (what the release pacing spaces by).
+    tx_ps: u64,
+    jitter_ps: u64,
+    wire_bytes: u64,
+    segments: u32,
+}
+
+/// What became of a frame, or of a segment of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// The queue was full.
+    Dropped,
+    Lost(Cause),
+}
+
+/// The answer to `offer`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offer {
+    /// Kept whole: `push` it with this slot.
+    Whole(Slot),
+    /// Not kept at all.
+    Refused(Fate),
+    /// Some of its segments are kept: cut it into its segments and `push` each kept one
+    /// with its slot, in order; if it cannot be cut, `abandon` this.
+    Cut(Vec<Result<Slot, Fate>>),
+}
+
+/// Counters of one direction.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Counters {
+    pub rx_frames: u64,
+    pub rx_segments: u64,
+    /// Wire bytes offered (IP bytes of every segment plus its framing).
+    pub rx_bytes: u64,
+    pub tx_frames: u64,
+    pub tx_segments: u64,
+    pub tx_bytes: u64,
+    pub dropped_queue_segments: u64,
+    pub dropped_queue_bytes: u64,
+    pub lost_random_segments: u64,
+    pub lost_burst_segments: u64,
+    pub lost_bytes: u64,
+    /// Super-packets cut into segments because a drop or loss fell inside them.
+    pub split_frames: u64,
+    pub cross_bytes: u64,
+    pub cross_dropped_bytes: u64,
+    pub reordered: u64,
+    pub duplicated: u64,
+    pub queue_max_bytes: u64,
+    /// How late releases came against the earliest instant each was allowed.
+    pub lateness: Lateness,
+    /// Line time lost to late releases: the line was held back this long in all.
+    pub late_held_ns: u64,
+    /// Line time frames were held to keep to the rate after arriving bunched (a cut in
+    /// delay or rate, jitter).
+    pub paced_held_ns: u64,
+    /// Holds of the line of `STALL_NS` or more.
+    pub stalls: u64,
+}
+
+/// What `stats` reports: the counters and the state now.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionStats {
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub queue_bytes: u64,
+    pub queue_limit_bytes: u64,
+    pub in_flight_frames: usize,
+    pub in_flight_bytes: u64,
+    pub line_rate_bps: u64,
+    pub frame_overhead_bytes: u64,
+    /// The most delivered in any 1 ms window over what the rate in force allowed in it.
+    pub max_1ms_rate_ratio: f64,
+    pub config: DirectionConfig,
+}
+
+/// The worst since the last `take_peaks`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Peaks {
+    pub lateness_max_ns: u64,
+    pub max_1ms_rate_ratio: f64,
+}
+
+struct InFlight<F> {
+    slot: Slot,
+    frame: F,
+}
+
+pub struct Direction<F> {
+    config: DirectionConfig,
+    rate_bps: u64,
+    overhead_bytes: u64,
+    queue_limit_bytes: u64,
+    /// real = link + offset (picoseconds).
+    offset_ps: u128,
+    /// When the line finishes serializing everything admitted (link clock).
+    line_free_ps: u128,
+    last_due_ps: u128,
+    /// When the last released frame's last bit arrived, at the strict rate (link clock).
+    pace_ps: u128,
+    loss: LossState,
+    jitter: JitterState,
+    faults: Xoshiro256PlusPlus,
+    hold_back_next: bool,
+    cross: Option<Arrivals>,
+    line: VecDeque<InFlight<F>>,
+    line_wire_bytes: u64,
+    counters: Counters,
+    /// None in virtual time, where releases are never late and the rate is exact.
+    window: Option<RateWindow>,
+    peak_late_ns: u64,
+}
+
+impl<F: Clone> Direction<F> {
+    /// A direction that starts (its cross-traffic, say) at `now_ns`.
+    pub fn new(config: DirectionConfig, seed: u64, now_ns: u64) -> Self {
+        let now_ps = u128::from(now_ns) * PS_PER_NS;
+        let rate_bps = config.line_rate_bps();
+        Self {
+            rate_bps,
+            overhead_bytes: config.overhead_bytes(),
+            queue_limit_bytes: config.queue_limit_bytes(),
+            loss: LossState::new(config.loss, seed),
+            jitter: JitterState::new(seed ^ 0x6a09_e667_f3bc_c908),
+            faults: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xbb67_ae85_84ca_a73b),
+            hold_back_next: false,
+            cross: config.cross.clone().map(|c| Arrivals::new(c, now_ps)),
+            config,
+            offset_ps: 0,
+            line_free_ps: 0,
+            last_due_ps: 0,
+            pace_ps: 0,
+            line: VecDeque::new(),
+            line_wire_bytes: 0,
+            counters: Counters::default(),
+            window: Some(RateWindow::new(RATE_WINDOW_NS, rate_bps)),
+            peak_late_ns: 0,
+        }
+    }
+
+    /// A direction for a simulator: released in virtual time, exactly when allowed, so it
+    /// keeps no record of lateness or of the rate it delivered (those would be zero and
+    /// exact), which saves a simulator a tenth of its time.
+    pub fn in_virtual_time(config: DirectionConfig, seed: u64) -> Self {
+        let mut direction = Self::new(config, seed, 0);
+        direction.window = None;
+        direction
+    }
+
+    pub fn config(&self) -> &DirectionConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The rate in force (the configured one, capped by the layer).
+    pub fn line_rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
+    /// Wire bytes in flight: admitted, not yet released.
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.line_wire_bytes
+    }
+
+    pub fn in_flight_frames(&self) -> usize {
+        self.line.len()
+    }
+
+    /// The oldest frame still held, if any.
+    pub fn front(&self) -> Option<&F> {
+        self.line.front().map(|f| &f.frame)
+    }
+
+    fn link_ps(&self, now_ns: u64) -> u128 {
+        (u128::from(now_ns) * PS_PER_NS).saturating_sub(self.offset_ps)
+    }
+
+    fn real_ns(&self, link_ps: u128) -> u64 {
+        let ps = link_ps + self.offset_ps;
+        // Divided as u64 when it fits (always, for 200 days of uptime): a u128 division
+        // by a constant is a library call.
+        match u64::try_from(ps) {
+            Ok(ps) => ps.div_ceil(1_000),
+            Err(_) => ps.div_ceil(PS_PER_NS) as u64,
+        }
+    }
+
+    fn transmission_ps(&self, wire_bytes: u64) -> u128 {
+        u128::from(wire_bytes) * 8 * PS_PER_S / u128::from(self.rate_bps)
+    }
+
+    fn wire_bytes(&self, ip_bytes: u64, segments: u32) -> u64 {
+        ip_bytes + u64::from(segments) * self.overhead_bytes
+    }
+
+    /// Bytes admitted but not yet sent at `now_ps` (link clock).
+    fn backlog_bytes(&self, now_ps: u128) -> u64 {
+        let ahead = self.line_free_ps.saturating_sub(now_ps);
+        if ahead == 0 {
+            return 0;
+        }
+        (ahead * u128::from(self.rate_bps) / 8 / PS_PER_S) as u64
+    }
+
+    /// Take a frame of `shape` that arrived at `now_ns`: where it goes on the line, or why
+    /// it does not.
+    pub fn offer(&mut self, now_ns: u64, shape: Shape) -> Offer {
+        let now = self.link_ps(now_ns);
+        self.advance_cross(now);
+        let wire = self.wire_bytes(shape.ip_bytes, shape.segments);
+        self.counters.rx_frames += 1;
+        self.counters.rx_segments += u64::from(shape.segments);
+        self.counters.rx_bytes += wire;
+        let backlog = self.backlog_bytes(now);
+        if backlog + wire > self.queue_limit_bytes {
+            if shape.segments == 1 {
+                self.count(Fate::Dropped, 1, wire);
+                return Offer::Refused(Fate::Dropped);
+            }
+            // Tail drop, segment by segment: those of a super-packet that fit go on.
+            self.counters.split_frames += 1;
+            let parts = (0..shape.segments)
+                .map(|k| self.offer_segment(now, shape.segment_ip_bytes(k)))
+                .collect();
+            return Offer::Cut(parts);
+        }
+        let (start, tx) = self.serialize(now, backlog, wire);
+        let fates: Vec<Option<Cause>> = if self.loss.model().is_lossless() {
+            Vec::new()
+        } else {
+            (0..shape.segments).map(|_| self.loss.decide()).collect()
+        };
+        if fates.iter().all(Option::is_none) {
+            return Offer::Whole(self.slot(start, tx, wire, shape.segments));
+        }
+        if shape.segments == 1 {
+            let fate = Fate::Lost(fates[0].unwrap_or(Cause::Random));
+            self.count(fate, 1, wire);
+            return Offer::Refused(fate);
+        }
+        self.counters.split_frames += 1;
+        let mut at = start;
+        let mut parts = Vec::with_capacity(fates.len());
+        for (k, cause) in fates.into_iter().enumerate() {
+            let bytes = self.wire_bytes(shape.segment_ip_bytes(k as u32), 1);
+            let tx = self.transmission_ps(bytes);
+            parts.push(match cause {
+                Some(cause) => {
+                    self.count(Fate::Lost(cause), 1, bytes);
+                    Err(Fate::Lost(cause))
+                }
+                None => Ok(self.slot(at, tx, bytes, 1)),
+            });
+            at += tx;
+        }
+        Offer::Cut(parts)
+    }
+
+    fn offer_segment(&mut self, now: u128, ip_bytes: u64) -> Result<Slot, Fate> {
+        let wire = self.wire_bytes(ip_bytes, 1);
+        let backlog = self.backlog_bytes(now);
+        if backlog + wire > self.queue_limit_bytes {
+            self.count(Fate::Dropped, 1, wire);
+            return Err(Fate::Dropped);
+        }
+        let (start, tx) = self.serialize(now, backlog, wire);
+        match self.loss.decide() {
+            Some(cause) => {
+                self.count(Fate::Lost(cause), 1, wire);
+                Err(Fate::Lost(cause))
+            }
+            None => Ok(self.slot(start, tx, wire, 1)),
+        }
+    }
+
+    /// Give up a cut frame that could not be cut after all: its kept segments are lost.
+    pub fn abandon(&mut self, parts: &[Result<Slot, Fate>]) {
+        for slot in parts.iter().flatten() {
+            self.count(Fate::Lost(Cause::Random), slot.segments, slot.wire_bytes);
+        }
+    }
+
+    fn count(&mut self, fate: Fate, segments: u32, wire_bytes: u64) {
+        let c = &mut self.counters;
+        match fate {
+            Fate::Dropped => {
+                c.dropped_queue_segments += u64::from(segments);
+                c.dropped_queue_bytes += wire_bytes;
+            }
+            Fate::Lost(cause) => {
+                match cause {
+                    Cause::Random => c.lost_random_segments += u64::from(segments),
+                    Cause::Burst => c.lost_burst_segments += u64::from(segments),
+                }
+                c.lost_bytes += wire_bytes;
+            }
+        }
+    }
+
+    /// Put `wire_bytes` on the line behind the `backlog` there; when its first bit leaves,
+    /// and how long it takes to send.
+    fn serialize(&mut self, now: u128, backlog: u64, wire_bytes: u64) -> (u128, u128) {
+        let start = self.line_free_ps.max(now);
+        let tx = self.transmission_ps(wire_bytes);
+        self.line_free_ps = start + tx;
+        let queued = backlog + wire_bytes;
+        self.counters.queue_max_bytes = self.counters.queue_max_bytes.max(queued);
+        (start, tx)
+    }
+
+    fn slot(&mut self, start_ps: u128, tx_ps: u128, wire_bytes: u64, segments: u32) -> Slot {
+        let jitter_ps = match &self.config.jitter {
+            Some(j) => self.jitter.draw_ps(j),
+            None => 0,
+        };
+        let delay_ps = u128::from(self.config.delay_ns) * PS_PER_NS;
+        // A link does not reorder: a frame is never due before the one ahead of it.
+        let due_ps = (start_ps + tx_ps + delay_ps + jitter_ps).max(self.last_due_ps);
+        self.last_due_ps = due_ps;
+        Slot {
+            start_ps,
+            due_ps,
+            tx_ps: tx_ps as u64,
+            jitter_ps: jitter_ps as u64,
+            wire_bytes,
+            segments,
+        }
+    }
+
+    /// Put a kept frame (or segment) on the line at the slot `offer` gave it; how many
+    /// times it will be released (twice if the duplication fault picked it).
+    pub fn push(&mut self, slot: Slot, frame: F) -> usize {
+        let faults = self.config.faults;
+        if faults.is_none() {
+            self.enqueue(slot, frame);
+            return 1;
+        }
+        if self.hold_back_next && !self.line.is_empty() {
+            // The frame held back goes behind this one.
+            self.hold_back_next = false;
+            self.counters.reordered += 1;
+            let held = self.line.pop_back().expect("not empty");
+            self.enqueue(slot, frame);
+            self.enqueue(held.slot, held.frame);
+            return 1;
+        }
+        self.hold_back_next = faults.reorder > 0.0 && self.faults.random::<f64>() < faults.reorder;
+        let copies = if faults.duplicate > 0.0 && self.faults.random::<f64>() < faults.duplicate {
+            self.counters.duplicated += 1;
+            self.enqueue(slot, frame.clone());
+            2
+        } else {
+            1
+        };
+        self.enqueue(slot, frame);
+        copies
+    }
+
+    fn enqueue(&mut self, slot: Slot, frame: F) {
+        self.line_wire_bytes += slot.wire_bytes;
+        self.line.push_back(InFlight { slot, frame });
+    }
+
+    /// The earliest instant (link clock) the front frame may leave: when it is due, and
+    /// when the line has carried the one before it.
+    fn allowed_ps(&self, front: &InFlight<F>) -> u128 {
+        let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
+        let paced = (self.pace_ps + u128::from(front.slot.tx_ps)).saturating_sub(tolerance);
+        front.slot.due_ps.max(paced)
+    }
+
+    /// When the next frame may be released (None: nothing in flight).
+    pub fn next_release_ns(&self) -> Option<u64> {
+        let front = self.line.front()?;
+        Some(self.real_ns(self.allowed_ps(front)))
+    }
+
+    /// The next frame, if it may be released at `now_ns`.
+    pub fn release(&mut self, now_ns: u64) -> Option<F> {
+        let front = self.line.front()?;
+        let allowed = self.allowed_ps(front);
+        let now = self.link_ps(now_ns);
+        if now < allowed {
+            return None;
+        }
+        let late_ps = now - allowed;
+        let wire = front.slot.wire_bytes;
+        let due = front.slot.due_ps;
+        let finish = now.max(self.pace_ps + u128::from(front.slot.tx_ps));
+        let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
+        let behind = finish - due.min(finish);
+        let mut pace = finish;
+        if behind > tolerance {
+            let hold = behind - tolerance;
+            self.hold_line(now, hold, late_ps);
+            pace -= hold;
+        }
+        self.pace_ps = pace;
+        let sent = self.line.pop_front().expect("looked at above");
+        self.line_wire_bytes -= wire;
+        let c = &mut self.counters;
+        c.tx_frames += 1;
+        c.tx_segments += u64::from(sent.slot.segments);
+        c.tx_bytes += wire;
+        if let Some(window) = &mut self.window {
+            let late_ns = (late_ps / PS_PER_NS) as u64;
+            c.lateness.record(late_ns);
+            self.peak_late_ns = self.peak_late_ns.max(late_ns);
+            window.record(now_ns, wire);
+        }
+        Some(sent.frame)
+    }
+
+    /// Hold the whole line back by `hold_ps` at `now` (link clock): everything in flight
+    /// and queued is delayed, and what is queued shows as queue. A line that was not
+    /// sending is free at once all the same. `late_ps` of it is the releaser's lateness.
+    fn hold_line(&mut self, now: u128, hold_ps: u128, late_ps: u128) {
+        if self.line_free_ps <= now {
+            self.line_free_ps = now - hold_ps.min(now);
+        }
+        self.offset_ps += hold_ps;
+        let late = hold_ps.min(late_ps);
+        self.counters.late_held_ns += (late / PS_PER_NS) as u64;
+        self.counters.paced_held_ns += ((hold_ps - late) / PS_PER_NS) as u64;
+        if hold_ps >= u128::from(STALL_NS) * PS_PER_NS {
+            self.counters.stalls += 1;
+        }
+    }
+
+    /// Change what the link imposes from `now_ns` on. Frames already on their way keep
+    /// their times; queued ones (not yet begun) are serialized again at the new rate and
+    /// framing and take the new delay; releases keep to the new rate at once.
+    pub fn reconfigure(&mut self, now_ns: u64, config: DirectionConfig) {
+        let now = self.link_ps(now_ns);
+        self.advance_cross(now);
+        if config.loss != self.config.loss {
+            self.loss.set_model(config.loss);
+        }
+        if config.cross != self.config.cross {
+            self.cross = config.cross.clone().map(|c| Arrivals::new(c, now));
+        }
+        let rate = config.line_rate_bps();
+        let overhead = config.overhead_bytes();
+        let timing_changed = rate != self.rate_bps
+            || overhead != self.overhead_bytes
+            || config.delay_ns != self.config.delay_ns
+            || config.jitter != self.config.jitter;
+        let old_backlog = self.backlog_bytes(now);
+        let old_overhead = self.overhead_bytes;
+        if rate != self.rate_bps
+            && let Some(window) = &mut self.window
+        {
+            window.set_rate(rate);
+        }
+        self.rate_bps = rate;
+        self.overhead_bytes = overhead;
+        self.queue_limit_bytes = config.queue_limit_bytes();
+        self.config = config;
+        if timing_changed {
+            self.reserialize(now, old_backlog, old_overhead);
+        }
+    }
+
+    /// Serialize again what has not begun to leave, from `now` on.
+    fn reserialize(&mut self, now: u128, old_backlog: u64, old_overhead: u64) {
+        let first = self
+            .line
+            .iter()
+            .position(|f| f.slot.start_ps >= now)
+            .unwrap_or(self.line.len());
+        // Frames on their way keep their times, but the far end takes them at the new rate.
+        for index in 0..first {
+            let wire = self.line[index].slot.wire_bytes;
+            self.line[index].slot.tx_ps = self.transmission_ps(wire) as u64;
+        }
+        let mut queued_frames = 0u64;
+        for f in self.line.range(first..) {
+            queued_frames += f.slot.wire_bytes;
+        }
+        // What the old backlog held beyond these frames: the rest of the frame in
+        // service and synthetic cross-traffic. It keeps its place ahead of them.
+        let ahead_bytes = old_backlog.saturating_sub(queued_frames);
+        let mut line_free = now + self.transmission_ps(ahead_bytes);
+        self.last_due_ps = first
+            .checked_sub(1)
+            .map_or(0, |before| self.line[before].slot.due_ps);
+        let delay_ps = u128::from(self.config.delay_ns) * PS_PER_NS;
+        for index in first..self.line.len() {
+            let slot = self.line[index].slot;
+            let segments = u64::from(slot.segments);
+            let ip_bytes = slot.wire_bytes - segments * old_overhead;
+            let wire = ip_bytes + segments * self.overhead_bytes;
+            let start = line_free;
+            let tx = self.transmission_ps(wire);
+            let end = start + tx;
+            let due = (end + delay_ps + u128::from(slot.jitter_ps)).max(self.last_due_ps);
+            self.last_due_ps = due;
+            line_free = end;
+            self.line_wire_bytes = self.line_wire_bytes - slot.wire_bytes + wire;
+            self.line[index].slot = Slot {
+                start_ps: start,
+                tx_ps: tx as u64,
+                due_ps: due,
+                jitter_ps: slot.jitter_ps,
+                wire_bytes: wire,
+                segments: slot.segments,
+            };
+        }
+        self.line_free_ps = line_free;
+    }
+
+    pub fn stats(&self, now_ns: u64) -> DirectionStats {
+        DirectionStats {
+            counters: self.counters.clone(),
+            queue_bytes: self.backlog_bytes(self.link_ps(now_ns)),
+            queue_limit_bytes: self.queue_limit_bytes,
+            in_flight_frames: self.line.len(),
+            in_flight_bytes: self.line_wire_bytes,
+            line_rate_bps: self.rate_bps,
+            frame_overhead_bytes: self.overhead_bytes,
+            max_1ms_rate_ratio: self.window.as_ref().map_or(0.0, |w| w.max_ratio),
+            config: self.config.clone(),
+        }
+    }
+
+    /// The worst lateness and the largest 1 ms rate since the last call.
+    pub fn take_peaks(&mut self) -> Peaks {
+        Peaks {
+            lateness_max_ns: std::mem::take(&mut self.peak_late_ns),
+            max_1ms_rate_ratio: self.window.as_mut().map_or(0.0, RateWindow::take_peak),
+        }
+    }
+
+    /// Frames still in flight, oldest first (for shutting down).
+    pub fn drain(&mut self) -> impl Iterator<Item = F> + '_ {
+        self.line_wire_bytes = 0;
+        self.line.drain(..).map(|f| f.frame)
+    }
+
+    /// Put every synthetic cross-traffic packet that arrived up to `now` on the line.
+    fn advance_cross(&mut self, now: u128) {
+        let Some(mut cross) = self.cross.take() else {
+            return;
+        };
+        let bytes = u64::from(cross.config.packet_bytes);
+        let limit = self.queue_limit_bytes;
+        while let Some(at) = cross.next_before(now) {
+            if self.line_free_ps <= at {
+                // The line is idle: the cross-traffic alone never fills it (its rate is
+                // below the line's), so jump to its last arrival of this on-period.
+                let (last, count) = cross.skip_to_last_before(now);
+                self.line_free_ps = last + self.transmission_ps(bytes);
+                self.counters.cross_bytes += count * bytes;
+                continue;
+            }
+            if self.backlog_bytes(at) + bytes > limit {
+                self.counters.cross_dropped_bytes += bytes;
+            } else {
+                self.line_free_ps += self.transmission_ps(bytes);
+                self.counters.cross_bytes += bytes;
+            }
+            cross.advance();
+        }
+        self.cross = Some(cross);
+    }
+}
+
+impl<F: Clone> Direction<F> {
+    /// Offer a frame that is one segment and keep it if it is kept (the simulator's
+    /// frames are all one segment); its fate if not.
+    pub fn offer_frame(&mut self, now_ns: u64, ip_bytes: u64, frame: F) -> Result<(), Fate> {
+        match self.offer(now_ns, Shape::single(ip_bytes)) {
+            Offer::Whole(slot) => {
+                self.push(slot, frame);
+                Ok(())
+            }
+            Offer::Refused(fate) => Err(fate),
+            Offer::Cut(_) => unreachable!("a single segment is never cut"),
+        }
+    }
+}

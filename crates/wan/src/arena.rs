@@ -1,0 +1,401 @@
+//! Where frames wait while the link holds them: a ring of bytes per direction, mapped
+//! once at the size the link can hold at most, touched only as it is used.
+//!
+//! A frame is read from the device straight into the ring (no copy) and stays there until
+//! its last release. The link releases in the order it admitted (reordering, a fault for
+//! tests, swaps only neighbours), so space is handed back in order: the ring's free space
+//! starts where the oldest frame still held begins. Memory costs one byte per byte held
+//! (the frame's 10-byte virtio header included), plus at most one largest frame at the
+//! end of the ring, plus 40 bytes of bookkeeping per frame held. When the ring empties
+//! after holding much, its pages are given back to the kernel.
+
+use std::collections::VecDeque;
+use std::io;
+use std::ptr::NonNull;
+
+/// Give pages back when the ring empties after holding more than this.
+const RETURN_PAGES_ABOVE: usize = 64 << 20;
+
+/// A frame held in an arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRef {
+    /// The arena generation it lives in.
+    generation: u32,
+    /// Its place in the order frames were held.
+    seq: u64,
+    offset: usize,
+    len: usize,
+}
+
+impl FrameRef {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+struct Held {
+    seq: u64,
+    offset: usize,
+    /// Releases still to come (a duplicated frame is released twice).
+    refs: u32,
+}
+
+/// One mapping.
+struct Ring {
+    generation: u32,
+    base: NonNull<u8>,
+    capacity: usize,
+    /// Where the next frame goes.
+    tail: usize,
+    held: VecDeque<Held>,
+    next_seq: u64,
+    /// The most bytes of the mapping ever touched since pages were last given back.
+    touched: usize,
+}
+
+// SAFETY: the mapping is owned by the ring and used from one thread at a time.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    fn map(generation: u32, capacity: usize) -> io::Result<Ring> {
+        // SAFETY: an anonymous private mapping with no address hint; the result is
+        // checked. NORESERVE: pages are committed as they are touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                capacity,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Ring {
+            generation,
+            base: NonNull::new(ptr.cast()).expect("mmap returned a mapping"),
+            capacity,
+            tail: 0,
+            held: VecDeque::new(),
+            next_seq: 0,
+            touched: 0,
+        })
+    }
+
+    /// Where `len` bytes fit, contiguous, or None if the ring is too full.
+    fn place(&self, len: usize) -> Option<usize> {
+        let Some(oldest) = self.held.front() else {
+            return (len <= self.capacity).then_some(0);
+        };
+        let newest = self.held.back().expect("not empty");
+        if newest.offset >= oldest.offset {
+            // Not wrapped: free after the tail, and before the oldest.
+            if self.capacity - self.tail >= len {
+                Some(self.tail)
+            } else if oldest.offset >= len {
+                Some(0)
+            } else {
+                None
+            }
+        } else if oldest.offset - self.tail >= len {
+            Some(self.tail)
+        } else {
+            None
+        }
+    }
+
+    fn slice(&mut self, offset: usize, len: usize) -> &mut [u8] {
+        self.touched = self.touched.max(offset + len);
+        // SAFETY: offset + len <= capacity (place checked it), the mapping lives as long
+        // as the ring, and the region is not held by any frame.
+        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(offset), len) }
+    }
+
+    fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        // SAFETY: a region given out by `place` and still held.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset), len) }
+    }
+
+    fn hold(&mut self, offset: usize, len: usize) -> FrameRef {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.held.push_back(Held {
+            seq,
+            offset,
+            refs: 1,
+        });
+        self.tail = offset + len;
+        FrameRef {
+            generation: self.generation,
+            seq,
+            offset,
+            len,
+        }
+    }
+
+    fn find(&mut self, frame: FrameRef) -> Option<&mut Held> {
+        let first = self.held.front()?.seq;
+        let index = usize::try_from(frame.seq.checked_sub(first)?).ok()?;
+        self.held.get_mut(index).filter(|h| h.refs > 0)
+    }
+
+    fn release(&mut self, frame: FrameRef) {
+        if let Some(held) = self.find(frame) {
+            held.refs -= 1;
+        }
+        while self.held.front().is_some_and(|h| h.refs == 0) {
+            self.held.pop_front();
+        }
+        if self.held.is_empty() {
+            self.tail = 0;
+            if self.touched > RETURN_PAGES_ABOVE {
+                // SAFETY: the whole mapping is free; its pages read as zeros afterwards.
+                unsafe {
+                    libc::madvise(self.base.as_ptr().cast(), self.touched, libc::MADV_DONTNEED);
+                }
+                self.touched = 0;
+            }
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, unmapped once.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.capacity);
+        }
+    }
+}
+
+/// The frames one direction holds. A change that lets the link hold more than the ring
+/// can starts a larger ring; the old one goes when its last frame has left.
+pub struct Arena {
+    rings: VecDeque<Ring>,
+    /// Frames that found no room (the ring was full): counted, not held.
+    pub refused_frames: u64,
+}
+
+impl Arena {
+    /// An arena holding up to `bound_bytes` of frames (rounded up to whole pages).
+    pub fn new(bound_bytes: usize) -> io::Result<Arena> {
+        Ok(Arena {
+            rings: VecDeque::from([Ring::map(0, Self::round(bound_bytes))?]),
+            refused_frames: 0,
+        })
+    }
+
+    fn round(bytes: usize) -> usize {
+        bytes.div_ceil(4096).max(1) * 4096
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.newest().capacity
+    }
+
+    /// Bytes of the mappings ever touched (an upper bound on what they keep resident).
+    pub fn touched_bytes(&self) -> usize {
+        self.rings.iter().map(|r| r.touched).sum()
+    }
+
+    pub fn held_frames(&self) -> usize {
+        self.rings.iter().map(|r| r.held.len()).sum()
+    }
+
+    fn newest(&self) -> &Ring {
+        self.rings.back().expect("an arena has a ring")
+    }
+
+    /// Make sure frames to come have room for `bound_bytes`.
+    pub fn grow_to(&mut self, bound_bytes: usize) -> io::Result<()> {
+        let wanted = Self::round(bound_bytes);
+        if wanted <= self.capacity() {
+            return Ok(());
+        }
+        let generation = self.newest().generation + 1;
+        self.rings.push_back(Ring::map(generation, wanted)?);
+        self.drop_empty_rings();
+        Ok(())
+    }
+
+    /// Room for up to `len` bytes to read a frame into, or None if the arena is full.
+    /// `keep` it with its real length, or leave it (nothing is held).
+    pub fn room(&mut self, len: usize) -> Option<(usize, &mut [u8])> {
+        let ring = self.rings.back_mut().expect("an arena has a ring");
+        let offset = ring.place(len)?;
+        Some((offset, ring.slice(offset, len)))
+    }
+
+    /// Hold the `len` bytes written at `offset` of the room just given.
+    pub fn keep(&mut self, offset: usize, len: usize) -> FrameRef {
+        self.rings.back_mut().expect("a ring").hold(offset, len)
+    }
+
+    /// Copy `bytes` in as a frame of its own, if there is room.
+    pub fn copy_in(&mut self, bytes: &[u8]) -> Option<FrameRef> {
+        let (offset, room) = self.room(bytes.len())?;
+        room.copy_from_slice(bytes);
+        Some(self.keep(offset, bytes.len()))
+    }
+
+    pub fn bytes(&self, frame: FrameRef) -> &[u8] {
+        let ring = self
+            .rings
+            .iter()
+            .find(|r| r.generation == frame.generation)
+            .expect("a frame's ring lives until it is released");
+        ring.bytes(frame.offset, frame.len)
+    }
+
+    /// The frame will be released `count` more times than once.
+    pub fn add_releases(&mut self, frame: FrameRef, count: u32) {
+        if count == 0 {
+            return;
+        }
+        if let Some(ring) = self
+            .rings
+            .iter_mut()
+            .find(|r| r.generation == frame.generation)
+            && let Some(held) = ring.find(frame)
+        {
+            held.refs += count;
+        }
+    }
+
+    /// Give back a frame just kept and never handed to the link (refused, or cut into
+    /// segments): if it is the newest, its space is reused at once.
+    pub fn discard(&mut self, frame: FrameRef) {
+        let ring = self.rings.back_mut().expect("a ring");
+        let newest = ring.generation == frame.generation
+            && ring.held.back().is_some_and(|h| h.seq == frame.seq);
+        if newest {
+            ring.held.pop_back();
+            ring.next_seq -= 1;
+            ring.tail = frame.offset;
+            if ring.held.is_empty() {
+                ring.tail = 0;
+            }
+        } else {
+            self.release(frame);
+        }
+    }
+
+    /// One release of `frame`: its space is free once every release came and every
+    /// frame before it has gone.
+    pub fn release(&mut self, frame: FrameRef) {
+        if let Some(ring) = self
+            .rings
+            .iter_mut()
+            .find(|r| r.generation == frame.generation)
+        {
+            ring.release(frame);
+        }
+        self.drop_empty_rings();
+    }
+
+    fn drop_empty_rings(&mut self) {
+        while self.rings.len() > 1 && self.rings.front().is_some_and(|r| r.held.is_empty()) {
+            self.rings.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(arena: &mut Arena, len: usize, fill: u8) -> Option<FrameRef> {
+        arena.copy_in(&vec![fill; len])
+    }
+
+    #[test]
+    fn frames_are_held_in_order_and_space_comes_back() {
+        let mut arena = Arena::new(4096 * 4).unwrap();
+        let a = frame(&mut arena, 6000, 1).unwrap();
+        let b = frame(&mut arena, 6000, 2).unwrap();
+        assert!(frame(&mut arena, 6000, 3).is_none(), "16 KB holds two");
+        assert!(arena.bytes(b).iter().all(|&x| x == 2));
+        arena.release(a);
+        // The space before b is free, but only 6,000 bytes of it: a 7,000-byte frame
+        // waits for b to go.
+        assert!(frame(&mut arena, 7000, 4).is_none());
+        let c = frame(&mut arena, 6000, 3).unwrap();
+        assert!(arena.bytes(c).iter().all(|&x| x == 3));
+        assert!(arena.bytes(b).iter().all(|&x| x == 2), "b untouched");
+        arena.release(b);
+        arena.release(c);
+        assert_eq!(arena.held_frames(), 0);
+        assert!(
+            frame(&mut arena, 16_000, 5).is_some(),
+            "all of it is free again"
+        );
+    }
+
+    #[test]
+    fn a_frame_released_twice_is_held_until_the_second() {
+        let mut arena = Arena::new(4096).unwrap();
+        let a = frame(&mut arena, 3000, 7).unwrap();
+        arena.add_releases(a, 1);
+        arena.release(a);
+        assert_eq!(arena.held_frames(), 1);
+        arena.release(a);
+        assert_eq!(arena.held_frames(), 0);
+    }
+
+    #[test]
+    fn a_neighbour_released_first_waits_for_the_one_before() {
+        let mut arena = Arena::new(4096 * 2).unwrap();
+        let a = frame(&mut arena, 3000, 1).unwrap();
+        let b = frame(&mut arena, 3000, 2).unwrap();
+        arena.release(b);
+        assert_eq!(arena.held_frames(), 2, "b's space follows a's");
+        assert!(arena.bytes(a).iter().all(|&x| x == 1));
+        arena.release(a);
+        assert_eq!(arena.held_frames(), 0);
+    }
+
+    #[test]
+    fn a_frame_given_up_at_once_waits_for_those_before_it() {
+        let mut arena = Arena::new(4096 * 4).unwrap();
+        let held: Vec<FrameRef> = (0..4)
+            .map(|k| frame(&mut arena, 3000, k).unwrap())
+            .collect();
+        arena.release(held[3]); // refused by the link just after it was read
+        assert_eq!(arena.held_frames(), 4);
+        for frame in &held[..3] {
+            arena.release(*frame);
+        }
+        assert_eq!(arena.held_frames(), 0);
+    }
+
+    #[test]
+    fn a_discarded_newest_frame_gives_its_space_back_at_once() {
+        let mut arena = Arena::new(4096 * 2).unwrap();
+        let a = frame(&mut arena, 3000, 1).unwrap();
+        let b = frame(&mut arena, 5000, 2).unwrap();
+        arena.discard(b);
+        let c = frame(&mut arena, 5000, 3).unwrap();
+        assert_eq!(arena.held_frames(), 2);
+        assert!(arena.bytes(a).iter().all(|&x| x == 1));
+        assert!(arena.bytes(c).iter().all(|&x| x == 3));
+    }
+
+    #[test]
+    fn a_larger_ring_takes_over_and_the_old_one_goes_when_empty() {
+        let mut arena = Arena::new(4096).unwrap();
+        let a = frame(&mut arena, 3000, 1).unwrap();
+        arena.grow_to(4096 * 8).unwrap();
+        let b = frame(&mut arena, 20_000, 2).unwrap();
+        assert!(arena.bytes(a).iter().all(|&x| x == 1));
+        assert_eq!(arena.rings.len(), 2);
+        arena.release(a);
+        assert_eq!(arena.rings.len(), 1);
+        assert!(arena.bytes(b).iter().all(|&x| x == 2));
+    }
+}

@@ -1,0 +1,90 @@
+//! How early to stop sleeping before a frame is due, learned from how late this machine
+//! wakes a sleeping thread.
+//!
+//! A thread that sleeps wakes late, and the longer it slept the later: on a two-core
+//! virtual machine a 30 us sleep overshot by 7 us on average, 0.3-1 ms by 28 us, 10 ms
+//! by 87 us (a real-time thread, `clock_nanosleep`). A late release is line time lost,
+//! and polling instead of sleeping takes the core the TCP endpoints need. So the engine
+//! sleeps until a margin before the instant and polls the rest, the margin a high
+//! quantile of the overshoot it has seen for sleeps of about that length.
+
+/// Sleeps are grouped by length: bucket k holds those of 2^k to 2^(k+1) us.
+const BUCKETS: usize = 18;
+/// Never less margin than this (the poll that follows a wake-up takes about a microsecond).
+const MIN_MARGIN_NS: u64 = 4_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Estimate {
+    mean_ns: f64,
+    deviation_ns: f64,
+}
+
+/// Margins by sleep length.
+#[derive(Debug, Clone)]
+pub struct WakeMargins {
+    estimates: [Estimate; BUCKETS],
+    cap_ns: u64,
+}
+
+fn bucket(sleep_ns: u64) -> usize {
+    let micros = sleep_ns / 1_000;
+    ((u64::BITS - micros.leading_zeros()) as usize).min(BUCKETS - 1)
+}
+
+impl WakeMargins {
+    /// Margins that start from the overshoots measured above and never exceed `cap_ns`.
+    pub fn new(cap_ns: u64) -> Self {
+        let estimates = std::array::from_fn(|k| {
+            let sleep_us = (1u64 << k) as f64;
+            // 7 us at 30 us, about 28 us from 0.3 to 1 ms, 87 us at 10 ms.
+            let mean_us = (5.0 + 0.1 * sleep_us).min(30.0 + 0.006 * sleep_us);
+            Estimate {
+                mean_ns: mean_us * 1e3,
+                deviation_ns: mean_us * 1e3 / 2.0,
+            }
+        });
+        Self { estimates, cap_ns }
+    }
+
+    /// How long before an instant `sleep_ns` away to stop sleeping.
+    pub fn margin_ns(&self, sleep_ns: u64) -> u64 {
+        let e = self.estimates[bucket(sleep_ns)];
+        let margin = (e.mean_ns + 3.0 * e.deviation_ns) as u64;
+        margin.clamp(MIN_MARGIN_NS, self.cap_ns.max(MIN_MARGIN_NS))
+    }
+
+    /// A sleep of `sleep_ns` woke `overshoot_ns` late.
+    pub fn learn(&mut self, sleep_ns: u64, overshoot_ns: u64) {
+        let e = &mut self.estimates[bucket(sleep_ns)];
+        let sample = overshoot_ns as f64;
+        let error = sample - e.mean_ns;
+        e.mean_ns += error / 16.0;
+        e.deviation_ns += (error.abs() - e.deviation_ns) / 16.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn margins_start_from_what_was_measured_and_grow_with_the_sleep() {
+        let m = WakeMargins::new(300_000);
+        assert!(m.margin_ns(30_000) >= 15_000 && m.margin_ns(30_000) <= 30_000);
+        assert!(m.margin_ns(1_000_000) > m.margin_ns(30_000));
+        assert_eq!(m.margin_ns(5_000_000_000), 300_000, "capped");
+    }
+
+    #[test]
+    fn a_machine_that_wakes_on_time_earns_small_margins() {
+        let mut m = WakeMargins::new(300_000);
+        for _ in 0..500 {
+            m.learn(40_000, 1_000);
+        }
+        assert_eq!(m.margin_ns(40_000), MIN_MARGIN_NS);
+        for _ in 0..500 {
+            m.learn(40_000, 60_000);
+        }
+        assert!(m.margin_ns(40_000) >= 60_000);
+    }
+}

@@ -1,0 +1,329 @@
+//! The whole engine loop on in-memory devices and a fake clock that oversleeps, stops
+//! for milliseconds at a time, and takes time to read and write, with reconfigurations
+//! arriving over the control channel: what comes out never exceeds the rate.
+
+use std::collections::VecDeque;
+use std::io;
+
+use longhaul_link::{DirectionConfig, Loss, PACING_TOLERANCE_NS};
+use longhaul_wan::control::Then;
+use longhaul_wan::engine::{Core, Device, Engine, Ready, Side};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const MS: u64 = 1_000_000;
+const VNET: usize = 10;
+
+/// A frame the link reads as one plain IPv4 packet of `ip_bytes`.
+fn plain(ip_bytes: usize) -> Vec<u8> {
+    let mut frame = vec![0u8; VNET + ip_bytes];
+    frame[VNET] = 0x45;
+    frame
+}
+
+/// A TCP/IPv4 super-packet of `segments` segments of 1,448 payload bytes.
+fn tcp_super(segments: usize) -> Vec<u8> {
+    let mss = 1448usize;
+    let ip_len = 20 + 32 + segments * mss;
+    let mut frame = vec![0u8; VNET + ip_len];
+    frame[0] = 1; // needs checksum
+    frame[1] = 1; // GSO TCPv4
+    frame[2..4].copy_from_slice(&52u16.to_le_bytes());
+    frame[4..6].copy_from_slice(&(mss as u16).to_le_bytes());
+    frame[6..8].copy_from_slice(&20u16.to_le_bytes());
+    frame[8..10].copy_from_slice(&16u16.to_le_bytes());
+    let ip = &mut frame[VNET..];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&(ip_len.min(65_535) as u16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 6;
+    ip[12..16].copy_from_slice(&[198, 18, 0, 1]);
+    ip[16..20].copy_from_slice(&[198, 18, 0, 2]);
+    ip[20 + 12] = 0x80; // data offset: 32 bytes
+    frame
+}
+
+/// Devices in memory, and a clock that moves only when the engine works or waits.
+struct FakeDevice {
+    now: u64,
+    inbox: [VecDeque<(u64, Vec<u8>)>; 2],
+    /// (instant written, wire bytes the frame stands for) at each end.
+    outbox: [Vec<(u64, usize)>; 2],
+    read_cost_ns: u64,
+    write_cost_ns: u64,
+    /// The engine stops for (length) when the clock passes (instant).
+    stalls: VecDeque<(u64, u64)>,
+    /// How late a sleeper wakes, cycled through.
+    oversleep_ns: Vec<u64>,
+    wakes: usize,
+    controls: VecDeque<(u64, String)>,
+    answers: Vec<Value>,
+    end_ns: u64,
+}
+
+impl FakeDevice {
+    fn new(end_ns: u64) -> Self {
+        Self {
+            now: 0,
+            inbox: [VecDeque::new(), VecDeque::new()],
+            outbox: [Vec::new(), Vec::new()],
+            read_cost_ns: 3_000,
+            write_cost_ns: 1_500,
+            stalls: VecDeque::new(),
+            oversleep_ns: vec![0, 40_000, 120_000, 15_000],
+            wakes: 0,
+            controls: VecDeque::new(),
+            answers: Vec::new(),
+            end_ns,
+        }
+    }
+
+    fn advance(&mut self, to: u64) {
+        let mut to = to.max(self.now);
+        while let Some(&(at, length)) = self.stalls.front() {
+            if at > to {
+                break;
+            }
+            self.stalls.pop_front();
+            to += length;
+        }
+        self.now = to;
+    }
+
+    fn ready(&self) -> Ready {
+        let has = |side: usize| {
+            self.inbox[side]
+                .front()
+                .is_some_and(|(t, _)| *t <= self.now)
+        };
+        Ready {
+            sides: [has(0), has(1)],
+            control: self.controls.front().is_some_and(|(t, _)| *t <= self.now),
+            stop: self.now >= self.end_ns,
+        }
+    }
+}
+
+impl Device for FakeDevice {
+    fn now_ns(&mut self) -> u64 {
+        self.now
+    }
+
+    fn read(&mut self, side: Side, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        if self.inbox[side].front().is_none_or(|(t, _)| *t > self.now) {
+            return Ok(None);
+        }
+        let (_, frame) = self.inbox[side].pop_front().expect("looked");
+        buf[..frame.len()].copy_from_slice(&frame);
+        self.advance(self.now + self.read_cost_ns);
+        Ok(Some(frame.len()))
+    }
+
+    fn write(&mut self, side: Side, frame: &[u8]) -> io::Result<()> {
+        let shape = longhaul_wan::engine::wire_shape(frame);
+        self.outbox[side].push((self.now, shape.ip_bytes as usize));
+        // The receiver's work, as in a TUN write: a fixed part and a part per byte.
+        self.advance(self.now + self.write_cost_ns + frame.len() as u64 / 10);
+        Ok(())
+    }
+
+    fn wait(&mut self, until_ns: u64, sleep: bool) -> io::Result<Ready> {
+        if sleep {
+            let late = self.oversleep_ns[self.wakes % self.oversleep_ns.len()];
+            self.wakes += 1;
+            let arrival = [0, 1]
+                .into_iter()
+                .filter_map(|s| self.inbox[s].front().map(|(t, _)| *t))
+                .chain(self.controls.front().map(|(t, _)| *t))
+                .min()
+                .unwrap_or(u64::MAX);
+            let wake = until_ns
+                .max(self.now)
+                .min(arrival.max(self.now))
+                .saturating_add(late);
+            self.advance(wake.min(self.end_ns.max(self.now)));
+        } else {
+            self.advance(self.now + 500);
+        }
+        Ok(self.ready())
+    }
+
+    fn serve_control(&mut self, answer: &mut dyn FnMut(&str) -> (Value, Then)) -> Then {
+        while self.controls.front().is_some_and(|(t, _)| *t <= self.now) {
+            let (_, line) = self.controls.pop_front().expect("looked");
+            let (reply, then) = answer(&line);
+            self.answers.push(reply);
+            if then == Then::Stop {
+                return Then::Stop;
+            }
+        }
+        Then::Continue
+    }
+}
+
+fn engine(config: DirectionConfig, device: FakeDevice) -> Engine<FakeDevice> {
+    let core = Core::new([config.clone(), config], 1, 0).unwrap();
+    let mut engine = Engine::new(device, core);
+    engine.margins = longhaul_wan::wake::WakeMargins::new(150_000);
+    engine
+}
+
+/// The most wire bytes within `window_ns` after any frame (that frame not counted), per
+/// epoch of `epoch_starts` (instants the rate changed).
+fn worst_window(out: &[(u64, usize)], window_ns: u64, epoch_starts: &[u64]) -> Vec<(u64, u64)> {
+    let epoch = |t: u64| epoch_starts.iter().filter(|&&s| s <= t).count();
+    let mut worst = Vec::new();
+    for (j, &(t0, _)) in out.iter().enumerate() {
+        let mut bytes = 0u64;
+        for &(t, b) in &out[j + 1..] {
+            if t > t0 + window_ns || epoch(t) != epoch(t0) {
+                break;
+            }
+            bytes += b as u64;
+        }
+        worst.push((t0, bytes));
+    }
+    worst
+}
+
+#[test]
+fn an_emulator_stopped_mid_flow_never_bursts() {
+    // 1 Gb/s, 13.4 ms one way; a sender at the line rate in 64 KB super-packets for 2 s,
+    // the emulator stopped for 8 ms and then 20 ms, waking late all the while.
+    let rate = 1_000_000_000u64;
+    let mut device = FakeDevice::new(2_200 * MS);
+    let frame = tcp_super(44);
+    let gap = (frame.len() as u64 - 10 + 43 * 52) * 8; // ns at 1 Gb/s
+    let mut t = 0;
+    while t < 2_000 * MS {
+        device.inbox[0].push_back((t, frame.clone()));
+        t += gap;
+    }
+    device.stalls = VecDeque::from([(500 * MS, 8 * MS), (1_200 * MS, 20 * MS)]);
+    let mut engine = engine(DirectionConfig::new(rate, 13_400_000), device);
+    engine.run().unwrap();
+    let out = &engine.device.outbox[1];
+    assert!(out.len() > 3_000, "{}", out.len());
+    let allowed = rate as f64 * (1e6 + PACING_TOLERANCE_NS as f64) / 8e9;
+    for (at, bytes) in worst_window(out, MS, &[]) {
+        assert!(
+            bytes as f64 <= allowed + 1.0,
+            "{bytes} bytes in the 1 ms after {at} ns"
+        );
+    }
+    // As tcpdump would count, in any 1 ms window: at most the rate plus one frame.
+    let largest = out.iter().map(|(_, b)| *b).max().unwrap() as f64;
+    for (j, &(t0, _)) in out.iter().enumerate() {
+        let within: usize = out[j..]
+            .iter()
+            .take_while(|(t, _)| *t < t0 + MS)
+            .map(|(_, b)| b)
+            .sum();
+        assert!(within as f64 <= allowed + largest, "{within} at {t0}");
+    }
+    // The emulator saw it too.
+    let health = engine.core.health_since(0, engine.device.now);
+    let ab = &health["a_to_b"];
+    assert!(
+        ab["lateness_max_ns"].as_u64().unwrap() >= 19 * MS,
+        "{health}"
+    );
+    assert_eq!(ab["stalls"], 2, "{health}");
+    assert!(ab["late_held_ns"].as_u64().unwrap() >= 27 * MS, "{health}");
+    assert!(
+        ab["max_1ms_rate_ratio"].as_f64().unwrap() <= 1.006,
+        "{health}"
+    );
+}
+
+#[test]
+fn losses_inside_super_packets_reach_the_far_end_as_segments() {
+    let mut config = DirectionConfig::new(10_000_000_000, MS);
+    config.loss = Loss::random(0.01);
+    let mut device = FakeDevice::new(200 * MS);
+    for k in 0..500u64 {
+        device.inbox[0].push_back((k * 100_000, tcp_super(44)));
+    }
+    let mut engine = engine(config, device);
+    engine.run().unwrap();
+    let stats = engine.core.stats(engine.device.now);
+    let ab = &stats["a_to_b"];
+    let delivered = ab["tx_segments"].as_u64().unwrap();
+    let lost = ab["lost_random_segments"].as_u64().unwrap();
+    assert_eq!(delivered + lost, 500 * 44);
+    assert!(ab["split_frames"].as_u64().unwrap() > 50, "{ab}");
+    // Whole frames and cut segments both arrived, each a frame of its own.
+    let out = &engine.device.outbox[1];
+    assert!(out.iter().any(|(_, b)| *b == 1500) && out.iter().any(|(_, b)| *b > 60_000));
+    assert_eq!(stats["memory"]["held_frames"], json!([0, 0]));
+}
+
+fn rate_changes() -> impl Strategy<Value = Vec<(u64, u64, u64)>> {
+    // (instant, rate, delay) of each `set`.
+    prop::collection::vec(
+        (0u64..400 * MS, 50_000_000u64..5_000_000_000, 0u64..40 * MS),
+        0..3,
+    )
+    .prop_map(|mut v| {
+        v.sort_unstable();
+        v
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn whatever_the_machine_does_no_window_exceeds_the_rate(
+        rate in 50_000_000u64..5_000_000_000,
+        delay in 0u64..40 * MS,
+        gaps_us in prop::collection::vec(0u64..600, 50..800),
+        sizes in prop::collection::vec(prop_oneof![Just(0usize), 1usize..45], 1..20),
+        stalls in prop::collection::vec((0u64..400 * MS, 0u64..25 * MS), 0..4),
+        oversleep in prop::collection::vec(0u64..300_000, 1..6),
+        changes in rate_changes(),
+    ) {
+        let mut device = FakeDevice::new(600 * MS);
+        let mut t = 0;
+        for (k, gap) in gaps_us.iter().enumerate() {
+            t += gap * 1_000;
+            let frame = match sizes[k % sizes.len()] {
+                0 => plain(1500),
+                n => tcp_super(n),
+            };
+            device.inbox[0].push_back((t, frame));
+        }
+        let mut stalls = stalls;
+        stalls.sort_unstable();
+        device.stalls = stalls.into();
+        device.oversleep_ns = oversleep;
+        device.controls = changes
+            .iter()
+            .map(|(at, r, d)| (*at, json!({"op": "set", "rate_bps": r, "delay_ns": d}).to_string()))
+            .collect();
+        let mut config = DirectionConfig::new(rate, delay);
+        config.queue_bytes = Some(50_000_000);
+        let mut engine = engine(config, device);
+        engine.run().unwrap();
+        prop_assert!(engine.device.answers.iter().all(|a| a["ok"] == true));
+        // The rate in force at each instant: it changes when a `set` is answered, which
+        // is when the engine looked (no later than the next wake-up after it was sent).
+        let mut epochs = vec![(0u64, rate)];
+        epochs.extend(changes.iter().map(|(at, r, _)| (*at, *r)));
+        let out = &engine.device.outbox[1];
+        let starts: Vec<u64> = epochs[1..].iter().map(|(at, _)| *at).collect();
+        for (at, bytes) in worst_window(out, MS, &starts) {
+            let rate_then = epochs.iter().rev().find(|(s, _)| *s <= at).map(|(_, r)| *r).unwrap();
+            // A set is answered a little after it is sent: the old rate may hold until.
+            let slowest = epochs.iter().map(|(_, r)| *r).filter(|r| *r >= rate_then).min().unwrap_or(rate_then);
+            let allowed = slowest.max(rate_then) as f64 * (1e6 + PACING_TOLERANCE_NS as f64) / 8e9;
+            let near_change = starts.iter().any(|s| at.abs_diff(*s) < 2 * MS);
+            prop_assert!(near_change || bytes as f64 <= allowed + 80.0,
+                "{} bytes in the 1 ms after {} ns at {} b/s", bytes, at, rate_then);
+        }
+        let c = engine.core.stats(engine.device.now);
+        let ab = &c["a_to_b"];
+        prop_assert!(ab["max_1ms_rate_ratio"].as_f64().unwrap() <= 1.0 + PACING_TOLERANCE_NS as f64 / 1e6 + 1e-3,
+            "the emulator's own figure: {}", ab["max_1ms_rate_ratio"]);
+    }
+}
