@@ -59,12 +59,14 @@ if [ "${1:-}" = "--ns3" ] && [ ! -f /usr/include/ns3/core-module.h ]; then
 fi
 
 # System packages for the tests: a PostgreSQL server (the control-plane suite runs on
-# SQLite and on PostgreSQL) and Chromium (the web pages' end-to-end tests).
+# SQLite and on PostgreSQL), Chromium (the web pages' end-to-end tests) and tcpdump (what
+# the emulator delivers, seen from the receiving device).
 if [ "${1:-}" = "--test" ]; then
     need=()
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
     command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+    command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
     if [ ${#need[@]} -gt 0 ]; then
         [ "$(id -u)" = 0 ] || die "the tests need ${need[*]}: run as root, or apt-get install ${need[*]}"
         say "installing ${need[*]} (apt-get)"

@@ -87,6 +87,8 @@ def preflight() -> None:
 def run(progress: Progress | None = None) -> Path:
     """The whole study; the report's path."""
     preflight()
+    # What a demo (or any testbed) killed earlier left goes first: its record is here.
+    Testbed().sweep()
     folder = home()
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)

@@ -50,7 +50,8 @@ def test_a_campaign_runs_stores_and_resumes_after_a_crash(testbed, tmp_path):
     seen: list[str] = []
 
     def crash_on_third(what, _done, _total):
-        seen.append(what)
+        if not what.endswith("again"):  # a run the emulator could not keep up with, again
+            seen.append(what)
         if len(seen) == 3:
             raise CrashError
 

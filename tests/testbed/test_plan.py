@@ -24,21 +24,24 @@ def topology():
 
 
 @pytest.mark.parametrize(
-    ("miles", "rtt_ms", "rate_gbps"),
+    ("miles", "rtt_ms", "rate_gbps", "layer"),
     [
-        (0.2, 0.28, 9.29),  # WAN-PHY cross-connects set the rate of every single loop
-        (1400, 26.708, 9.29),
-        (6600, 128.0, 9.29),
-        (8600, 163.488, 9.29),
-        (2800, 53.136, 4.8),  # ORNL-Chicago twice: each circuit carries the loop twice
-        (34400, 653.112, 2.4),  # around the earth: the 8,600-mile loop four times
+        # WAN-PHY cross-connects set the rate (and the framing) of every single loop
+        (0.2, 0.28, 9.29, "wanphy"),
+        (1400, 26.708, 9.29, "wanphy"),
+        (6600, 128.0, 9.29, "wanphy"),
+        (8600, 163.488, 9.29, "wanphy"),
+        # ORNL-Chicago twice: each OC192 circuit carries the loop twice
+        (2800, 53.136, 4.8, "oc192"),
+        (34400, 653.112, 2.4, "oc192"),  # around the earth: the 8,600-mile loop four times
     ],
 )
-def test_usn_loops_join_the_two_ornl_hosts(topology, miles, rtt_ms, rate_gbps):
+def test_usn_loops_join_the_two_ornl_hosts(topology, miles, rtt_ms, rate_gbps, layer):
     spec = loop_spec(topology, miles)
     assert (spec.src_host, spec.dst_host) == ("ornl-host1", "ornl-host2")
     assert spec.rtt_ms == pytest.approx(rtt_ms, abs=1e-3)
     assert spec.rate_bps == rate_gbps * 1e9
+    assert spec.layer == layer
     assert spec.links[0] == "ornl-host1-link" and spec.links[-1] == "ornl-host2-link"
     # Within half a millisecond of what USN's ping measured.
     measured = {0.2: 0.28, 1400: 26.8, 6600: 128, 8600: 163, 2800: 53.4, 34400: 653}[miles]
@@ -62,6 +65,7 @@ def test_a_reserved_path_is_emulated_at_the_reserved_rate(topology):
     assert spec.delay_ns == 6_607_000 + 25_323_000
     assert path_rate_bps(path) == 9_600_000_000  # as much as the links carry
     assert path_rate_bps(path, 20_000) == 9_600_000_000  # never more
+    assert spec.layer == "oc192"  # the emulator frames it by GFP-F
 
 
 def test_names_and_addresses_stay_in_their_ranges():

@@ -1,4 +1,4 @@
-"""The shipped USN topology agrees with SYSTEM.md §1 and the measured loop RTTs."""
+"""The shipped USN topology agrees with USN's published loop lengths and their measured RTTs."""
 
 import csv
 from datetime import UTC, datetime, timedelta

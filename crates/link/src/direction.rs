@@ -494,6 +494,23 @@ impl<F: Clone> Direction<F> {
         Some(sent.frame)
     }
 
+    /// The frame last released reached the far end only at `at_ns` (the machine held up
+    /// its delivery after `release` said it could go): taken as that much later a
+    /// release, so the next frame is spaced from when this one really went, and the line
+    /// is held back by the difference. No window then carries more than the rate, as the
+    /// far end sees it too.
+    pub fn landed(&mut self, at_ns: u64) {
+        let at = self.link_ps(at_ns);
+        if at <= self.pace_ps {
+            return;
+        }
+        let extra = at - self.pace_ps;
+        self.hold_line(at, extra, extra);
+        if self.window.is_some() {
+            self.peak_late_ns = self.peak_late_ns.max((extra / PS_PER_NS) as u64);
+        }
+    }
+
     /// Hold the whole line back by `hold_ps` at `now` (link clock): everything in flight
     /// and queued is delayed, and what is queued shows as queue. A line that was not
     /// sending is free at once all the same. `late_ps` of it is the releaser's lateness.

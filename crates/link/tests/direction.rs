@@ -376,3 +376,22 @@ fn jitter_delays_without_reordering() {
     let mean = extra.iter().sum::<f64>() / extra.len() as f64;
     assert!((mean - 200_000.0).abs() < 10_000.0, "{mean}");
 }
+
+#[test]
+fn a_frame_that_landed_late_spaces_the_next_from_when_it_really_went() {
+    let mut l = link(GBPS, MS);
+    for k in 0..10 {
+        send(&mut l, k * 10_000, 1250, k as u32);
+    }
+    let first = l.next_release_ns().unwrap();
+    l.release(first).unwrap();
+    l.landed(first + 300_000); // the machine delivered it 0.3 ms after release said
+    let next = l.next_release_ns().unwrap();
+    assert!(
+        next + PACING_TOLERANCE_NS >= first + 300_000 + 10_000,
+        "{next}"
+    );
+    assert_eq!(l.counters().late_held_ns, 300_000);
+    l.landed(first); // on time: nothing changes
+    assert_eq!(l.next_release_ns(), Some(next));
+}

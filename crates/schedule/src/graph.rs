@@ -133,7 +133,7 @@ impl Graph {
     /// ALL-SLOTS: the start times in `domain` at which some path joins `src` to `dst`.
     ///
     /// `starts_on(link)` gives the starts within `domain` at which the link can carry
-    /// the request. This is the semiring closure of SYSTEM.md §2,
+    /// the request. This is the semiring closure of USN's path computation,
     /// `τ(w) ← τ(w) ⊕ (τ(v) ⊗ L_e)`, run to its fixpoint (a walk never adds a start
     /// its simple sub-path lacks, so the fixpoint is the union over simple paths), with
     /// two savings: links free over the whole domain impose nothing, so the nodes they

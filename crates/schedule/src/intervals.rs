@@ -1,6 +1,6 @@
 //! Sets of integer instants as sorted, disjoint, half-open intervals.
 //!
-//! These are the elements of the closed semiring of SYSTEM.md §2: union is ⊕,
+//! These are the elements of the closed semiring of USN's path computation: union is ⊕,
 //! intersection is ⊗, the empty set is 0̄ and the whole line 1̄. A set is stored flat,
 //! as boundaries `[l0, h0, l1, h1, ...]` with `l0 < h0 < l1 < h1 ...`: adjacent
 //! intervals are merged, so equal sets have equal boundaries.

@@ -5,6 +5,8 @@
 //! {"op": "config"}                                  what each direction imposes
 //! {"op": "set", "direction": "both", "rate_bps": 1000000000, "delay_ns": 13400000}
 //! {"op": "health", "since_ns": 123456789}           how faithfully it ran since then
+//! {"op": "steer", "pid": 42, "fds": [[7, "1"], [8, "1"]]}
+//!                                                   steer the hosts' receive work while busy
 //! {"op": "stop"}                                    exit as on SIGTERM
 //! ```
 //! `set` changes only the fields it names (`direction`: `a_to_b`, `b_to_a` or `both`);
@@ -60,9 +62,13 @@ pub fn handle(line: &str, core: &mut Core, now_ns: u64) -> (Value, Then) {
                 None => refuse("since_ns must be a whole number of nanoseconds"),
             },
         },
+        Some("steer") => match steer(&request, core) {
+            Ok(()) => json!({"ok": true}),
+            Err(e) => refuse(&e),
+        },
         Some("stop") => return (json!({"ok": true}), Then::Stop),
         Some(other) => refuse(&format!(
-            "op {other:?} is not one of stats, config, set, health, stop"
+            "op {other:?} is not one of stats, config, set, health, steer, stop"
         )),
         None => refuse("op is missing: stats, config, set, health or stop"),
     };
@@ -72,6 +78,33 @@ pub fn handle(line: &str, core: &mut Core, now_ns: u64) -> (Value, Then) {
 fn ok(mut answer: Value) -> Value {
     answer["ok"] = json!(true);
     answer
+}
+
+/// Take the `rps_cpus` descriptors process `pid` opened (see `steer`).
+fn steer(request: &Value, core: &mut Core) -> Result<(), String> {
+    let pid = request
+        .get("pid")
+        .and_then(Value::as_i64)
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or("steer: pid must be a process id")?;
+    let fds = request
+        .get("fds")
+        .and_then(Value::as_array)
+        .ok_or("steer: fds must be a list of [descriptor, hex mask]")?
+        .iter()
+        .map(|pair| {
+            let fd = pair
+                .get(0)
+                .and_then(Value::as_i64)
+                .and_then(|f| i32::try_from(f).ok());
+            let mask = pair.get(1).and_then(Value::as_str);
+            fd.zip(mask.map(str::to_owned))
+                .ok_or("steer: each of fds is [descriptor, hex mask]")
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let steering = crate::steer::Steering::take(pid, &fds).map_err(|e| format!("steer: {e}"))?;
+    core.steering = Some(steering);
+    Ok(())
 }
 
 fn configs(core: &Core) -> Value {

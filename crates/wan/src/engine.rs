@@ -30,6 +30,7 @@ use crate::arena::{Arena, FrameRef};
 use crate::control::{self, Then};
 use crate::health::{self, HealthLog};
 use crate::packet::{self, VNET_HDR_LEN};
+use crate::steer::Steering;
 use crate::wake::WakeMargins;
 
 /// The largest frame a TUN device hands over: the virtio header and a 64 KB packet.
@@ -42,6 +43,18 @@ pub const MAX_WAIT_NS: u64 = 100_000_000;
 pub const DEFAULT_SPIN_NS: u64 = 200_000;
 /// Waits shorter than this poll instead of sleeping.
 const MIN_SLEEP_NS: u64 = 10_000;
+/// After writing a frame, poll this long before sleeping: what a host answers (an echo
+/// reply, an acknowledgement) comes within tens of microseconds, and an engine asleep by
+/// then would add a wake-up to the round trip.
+pub const DEFAULT_LINGER_NS: u64 = 100_000;
+/// The most of the time the engine stays awake (working or polling) over `AWAKE_WINDOW_NS`.
+/// A real-time thread that takes more than 95 % of a second is stopped for the rest of it
+/// by the kernel (`sched_rt_runtime_us`): 50 ms in which nothing is released.
+const MAX_AWAKE_SHARE: f64 = 0.88;
+const AWAKE_WINDOW_NS: u64 = 50_000_000;
+/// A write held up longer than this (beyond four times what writes take) is taken to have
+/// reached the far end late.
+const HELD_UP_NS: u64 = 50_000;
 /// A first guess at what one read or write costs, before any was timed.
 const FIRST_COST_NS: u64 = 5_000;
 
@@ -136,13 +149,48 @@ pub struct Core {
     scratch: Vec<u8>,
     started_ns: u64,
     last_step: Step,
+    last_write_ns: u64,
+    /// Where the hosts' receive work goes while the link is busy (set by `steer`).
+    pub steering: Option<Steering>,
+}
+
+/// How much of the recent time the engine slept.
+#[derive(Debug, Default)]
+struct Awake {
+    window_start_ns: u64,
+    slept_ns: u64,
+    /// The share of the last full window spent awake.
+    last_share: f64,
+}
+
+impl Awake {
+    fn slept(&mut self, ns: u64) {
+        self.slept_ns += ns;
+    }
+
+    /// Whether the engine has been awake too much to poll now.
+    fn must_sleep(&mut self, now_ns: u64) -> bool {
+        let elapsed = now_ns.saturating_sub(self.window_start_ns);
+        if elapsed >= AWAKE_WINDOW_NS {
+            self.last_share = 1.0 - self.slept_ns as f64 / elapsed as f64;
+            self.window_start_ns = now_ns;
+            self.slept_ns = 0;
+            return self.last_share > MAX_AWAKE_SHARE;
+        }
+        let so_far = 1.0 - self.slept_ns as f64 / elapsed.max(1) as f64;
+        self.last_share > MAX_AWAKE_SHARE
+            || (elapsed > AWAKE_WINDOW_NS / 4 && so_far > MAX_AWAKE_SHARE)
+    }
 }
 
 pub struct Engine<D> {
     pub device: D,
     pub core: Core,
+    awake: Awake,
     /// How long before a frame is due to stop sleeping and poll instead.
     pub margins: WakeMargins,
+    /// How long to poll after a write before sleeping (`DEFAULT_LINGER_NS`).
+    pub linger_ns: u64,
 }
 
 impl Core {
@@ -165,6 +213,8 @@ impl Core {
             scratch: vec![0; FRAME_CAPACITY],
             started_ns: now_ns,
             last_step: Step::Other,
+            last_write_ns: 0,
+            steering: None,
         })
     }
 
@@ -241,9 +291,11 @@ impl Core {
         let busy = usize::from(self.link[1].in_flight_bytes() > self.link[0].in_flight_bytes());
         let quiet = 1 - busy;
         let mut now = now_ns;
+        let mut released = 0;
         loop {
             if self.release_one(device, busy, now) {
                 now = device.now_ns();
+                released += 1;
                 continue;
             }
             let busy_due = self.link[busy].next_release_ns().unwrap_or(u64::MAX);
@@ -251,6 +303,10 @@ impl Core {
                 break;
             }
             now = device.now_ns();
+            released += 1;
+        }
+        if let Some(steering) = &mut self.steering {
+            steering.released(now, released);
         }
     }
 
@@ -285,9 +341,18 @@ impl Core {
         c.writes[far] += 1;
         let bucket = (u64::BITS - (took / 1_000).leading_zeros()) as usize;
         c.write_us[far][bucket.min(11)] += 1;
+        // A write that took far longer than writes take was held up (the machine stopped
+        // this thread, as it does for tens to hundreds of microseconds): the far end may
+        // have got the frame that much later. Ordinary spread (the receiving host's work
+        // after it took the frame varies) is not taken for it.
+        let held_up = took.saturating_sub(4 * self.write_cost_ns[direction]);
+        if held_up > HELD_UP_NS {
+            self.link[direction].landed(began + held_up);
+        }
         self.write_cost_ns[direction] = smooth(self.write_cost_ns[direction], took);
         self.arenas[direction].release(frame);
         self.last_step = Step::Write(direction);
+        self.last_write_ns = began;
         true
     }
 
@@ -371,6 +436,7 @@ impl Core {
             "b_to_a": self.link[1].stats(now_ns),
             "engine": self.counters,
             "memory": self.memory(),
+            "steering": self.steering.as_ref().map(|s| json!({"on": s.is_on(), "switches": s.switches})),
         })
     }
 
@@ -378,8 +444,7 @@ impl Core {
     pub fn memory(&self) -> Value {
         json!({
             "rss_bytes": health::rss_bytes(),
-            "arena_capacity_bytes": [self.arenas[0].capacity(), self.arenas[1].capacity()],
-            "arena_touched_bytes": [self.arenas[0].touched_bytes(), self.arenas[1].touched_bytes()],
+            "arena_bytes": [self.arenas[0].mapped_bytes(), self.arenas[1].mapped_bytes()],
             "held_frames": [self.arenas[0].held_frames(), self.arenas[1].held_frames()],
         })
     }
@@ -423,7 +488,9 @@ impl<D: Device> Engine<D> {
         Self {
             device,
             core,
+            awake: Awake::default(),
             margins: WakeMargins::new(DEFAULT_SPIN_NS),
+            linger_ns: DEFAULT_LINGER_NS,
         }
     }
 
@@ -470,24 +537,40 @@ impl<D: Device> Engine<D> {
             ready.sides = [ready.sides[0] || more[0], ready.sides[1] || more[1]];
             return Ok(ready);
         }
+        let must_sleep = self.awake.must_sleep(now);
+        // Linger after a write for an answer, unless a frame is due meanwhile anyway.
+        let lingering = !must_sleep
+            && now < self.core.last_write_ns + self.linger_ns
+            && next.is_none_or(|due| due > now + self.linger_ns);
         let Some(due) = next else {
+            if lingering {
+                c.polls += 1;
+                self.core.last_step = Step::Poll;
+                return self.device.wait(now, false);
+            }
             c.sleeps += 1;
             self.core.last_step = Step::Sleep;
-            return self.device.wait(now + MAX_WAIT_NS, true);
+            let ready = self.device.wait(now + MAX_WAIT_NS, true)?;
+            self.awake.slept(self.device.now_ns() - now);
+            return Ok(ready);
         };
         let gap = due.saturating_sub(now).min(MAX_WAIT_NS);
         let margin = self.margins.margin_ns(gap);
-        if gap < margin + MIN_SLEEP_NS {
+        let short = gap < margin + MIN_SLEEP_NS;
+        if lingering || (short && !must_sleep) || gap == 0 {
             c.polls += 1;
             self.core.last_step = Step::Poll;
             return self.device.wait(due, false);
         }
         c.sleeps += 1;
         self.core.last_step = Step::Sleep;
-        let sleep = gap - margin;
+        // Awake too much: sleep even a short wait (coming late rather than being stopped
+        // for the rest of the second by the kernel).
+        let sleep = if short { gap } else { gap - margin };
         let wake_at = now + sleep;
         let ready = self.device.wait(wake_at, true)?;
         let woke = self.device.now_ns();
+        self.awake.slept(woke - now);
         if !ready.sides.contains(&true) && !ready.control {
             // Woken by the clock: how late it was is what the margins learn from.
             let overshoot = woke.saturating_sub(wake_at);

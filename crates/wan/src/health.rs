@@ -148,12 +148,12 @@ fn direction(now: &Counters, then: &Counters, peaks: &Peaks) -> DirectionHealth 
     }
 }
 
-/// CPU time this process has used (user and system), in nanoseconds.
+/// CPU time the calling thread (the engine's) has used, user and system, in nanoseconds.
 pub fn cpu_ns() -> u64 {
     // SAFETY: getrusage fills the struct it is given, which is plain old data.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a rusage, RUSAGE_SELF.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } != 0 {
+    // SAFETY: a valid pointer to a rusage, RUSAGE_THREAD.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &raw mut usage) } != 0 {
         return 0;
     }
     let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;

@@ -17,6 +17,7 @@ pub mod echo;
 pub mod engine;
 pub mod health;
 pub mod packet;
+pub mod steer;
 pub mod traffic;
 pub mod tun;
 pub mod wake;

@@ -157,6 +157,15 @@ struct RunArgs {
     /// learns how late this machine wakes sleepers and stops that much short, up to this.
     #[arg(long, value_parser = parse_duration_ns, default_value = "200us")]
     spin: u64,
+    /// After writing a frame, poll this long before sleeping, for the answer a host sends
+    /// back at once (an echo reply): a sleeping engine would add its wake-up to the round
+    /// trip.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "100us")]
+    linger: u64,
+    /// Keep the machine's CPUs from halting while the emulator runs (a spinning thread per
+    /// CPU at the lowest priority): a halted CPU of a virtual machine wakes 50-150 us late.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    keep_awake: bool,
     /// The CPU to run the emulator on: a number, `auto` (the last CPU, when there is more
     /// than one: the testbed steers the hosts' kernel work to the others), or `any`.
     #[arg(long, default_value = "auto")]
@@ -396,6 +405,9 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     };
     let core = Core::new([config.a_to_b, config.b_to_a], args.seed, now_ns())
         .map_err(|e| (1, format!("cannot map the frame arenas: {e}")))?;
+    if args.keep_awake {
+        longhaul_wan::wake::keep_cpus_awake(&stop);
+    }
     let mut device = TunDevice::new([a, b], control, stop);
     if let Some(pid) = args.parent_pid {
         device
@@ -429,6 +441,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     pin_to_cpu(&args.cpu).map_err(|e| (2, format!("--cpu {}: {e}", args.cpu)))?;
     let mut engine = Engine::new(device, core);
     engine.margins = WakeMargins::new(args.spin);
+    engine.linger_ns = args.linger;
     engine.run().map_err(|e| (1, format!("emulator: {e}")))?;
     engine.core.drain();
     println!("{}", engine.core.stats(now_ns()));

@@ -1,4 +1,4 @@
-"""Jitter statistics of round-trip-time samples, the way USN reports them (SYSTEM.md §3):
+"""Jitter statistics of round-trip-time samples, the way USN reports them:
 the mean, and the range and standard deviation as percentages of the mean, so that
 connections of very different lengths compare (a SONET channel's std was about 0.15-0.19 %
 of its RTT, an MPLS tunnel's about 3.3 %).

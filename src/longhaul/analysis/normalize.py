@@ -1,4 +1,4 @@
-"""Normalization: compare connection types measured at different lengths (SYSTEM.md §3).
+"""Normalization: compare connection types measured at different lengths (USN's method).
 
 Two connection types (SONET and WAN-PHY, two TCP variants, ...) are seldom measured at
 the same lengths. Each type's parameter is estimated at any length by its k-segmented

@@ -1,4 +1,4 @@
-"""Throughput profiles of a results table (SYSTEM.md §3): distance and stability profiles,
+"""Throughput profiles of a results table, as USN drew them: distance and stability profiles,
 T̄(d) over a range of stream counts, Decrease Per Mile, cross-traffic profiles.
 
 Every function takes a pandas DataFrame with the columns of `measure.rows.COLUMNS` (a

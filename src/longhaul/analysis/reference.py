@@ -13,7 +13,7 @@ by (0.2, 1,400, ...), not measurements.
 
 What the published aggregates turned out to be (see `_NOTES` for each miss):
 
-- tcp_profiles.csv, DPM column: D(d) from avg_gbps against 0.2 miles, as in SYSTEM.md
+- tcp_profiles.csv, DPM column: D(d) from avg_gbps against 0.2 miles, as USN defined it
   §3. All within rounding except HTCP at 8,600 miles (0.87; the throughputs give
   [0.8617, 0.8640]).
 - tcp_profiles.csv, average DPM per cc (header: BIC 1.34, HTCP 1.29): the mean of D(d)

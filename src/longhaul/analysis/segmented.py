@@ -1,4 +1,4 @@
-"""k-segmented regression of a measured parameter against connection length (SYSTEM.md §3).
+"""k-segmented regression of a measured parameter against connection length (USN's method).
 
 Measurements M_j(d_i) exist at a few lengths d_1 < ... < d_n, several at each. L_k
 (k = 0 .. n−2) joins the per-length means M̄_i linearly between k + 2 anchors: the two

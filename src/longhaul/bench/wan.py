@@ -1,15 +1,20 @@
-"""`longhaul bench wan`: what the emulated circuits deliver.
+"""`longhaul bench wan`: what the emulated circuits deliver, and how faithfully.
 
-For each circuit (1 Gb/s and 9.6 Gb/s, at RTT 26.8 and 163 ms) the benchmark builds it
-on the testbed between two hosts of its own (namespaces `lhb-bench-a`, `lhb-bench-b`),
-pings it idle, then runs iperf3 (cubic, 1 and 8 streams, warm-up omitted) across it, and
-reports per case the goodput, the utilization (goodput with each packet's TCP/IP headers
-counted, over the rate), the RTT (ping's when idle, TCP's under load), the CPU the
-emulator used, and what the emulator itself counted as delivered over the measured part
-(iperf3's figure can stray a little above the rate: with 300 MB in flight on a long
-path, where the warm-up ends differs between its sender and receiver). It keeps its own
-record and namespace prefix, so a testbed that is up is left alone, and everything it
-builds it removes.
+Each case builds a circuit on a testbed of its own (namespaces `lhb-bench-a`, `-b`), runs
+its test at least three times, and reports the median, least and most of each figure,
+with the emulator's own record of every run (`longhaul-wan` `health`): how late it
+released (`emulator_max_late_ms`), the line time that cost, the largest rate it delivered
+over any 1 ms (`max_1ms_rate_ratio`, against the configured rate), its memory
+(`emulator_rss_mib`, against what it may hold at most), and how many runs it could not
+honestly produce (`degraded_runs`, `measure.health`).
+
+The cases: idle pings on every loop length USN measured (0.28 to 653 ms); cubic with 1 and
+8 streams at 9.6 Gb/s over 163 ms and 650 ms; 8 streams with 1e-5 random loss; one stream
+beside 2 Gb/s of real UDP cross-traffic; and one stream through HTB rate limiting over a
+veth pair at the same rate with no delay, against the emulator with none, in the same
+run: a peer on this machine to set the figures against.
+
+Utilization counts each packet's TCP/IP headers: goodput x 1500 / 1448, over the rate.
 """
 
 from __future__ import annotations
@@ -22,21 +27,73 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from longhaul.measure import health
 from longhaul.measure.tools import iperf3, ping
-from longhaul.testbed import CircuitRecord, CircuitSpec, Testbed, emulator
+from longhaul.testbed import CircuitRecord, CircuitSpec, Testbed, crosstraffic, emulator, netns
 from longhaul.testbed.netns import TestbedError
+from longhaul.testbed.plan import queue_floor_bytes
+from longhaul.testbed.watch import Watch
 
 MSS_BYTES = 1448
 """TCP payload of a 1,500-byte packet with timestamps (20 IP + 32 TCP header bytes)."""
 PACKET_BYTES = 1500
+REPETITIONS = 3
+LOOP_RTTS_MS = (0.28, 26.8, 163.0, 653.0)
+"""USN's loops: ORNL local, ORNL-Chicago, to Sunnyvale, four times to Sunnyvale."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test on one circuit, repeated."""
+
+    rate_gbps: float
+    rtt_ms: float
+    test: str
+    """`ping` (idle), `iperf3`, or `peer` (iperf3 through HTB over veth, then the emulator)."""
+    cc: str = "cubic"
+    streams: int = 1
+    loss: float = 0.0
+    cross_gbps: float = 0.0
+    duration_s: float = 15.0
+    omit_s: float = 5.0
+    pings: int = 50
+    repetitions: int = REPETITIONS
+
+    @property
+    def circuit_key(self) -> tuple[float, float, float]:
+        return (self.rate_gbps, self.rtt_ms, self.loss)
+
+    def estimate_s(self) -> float:
+        if self.test == "ping":
+            each = self.pings * 0.05 + self.rtt_ms / 1e3 + 0.5
+        else:
+            each = (self.duration_s + self.omit_s + 2 + 4 * self.rtt_ms / 1e3) * (
+                2 if self.test == "peer" else 1
+            )
+        return self.repetitions * each
+
+
+def suite() -> list[Case]:
+    """The benchmark's cases (about 10 minutes on two cores)."""
+    cases = [Case(9.6, rtt, "ping") for rtt in LOOP_RTTS_MS]
+    for streams in (1, 8):
+        cases.append(Case(9.6, 163.0, "iperf3", streams=streams))
+        # A 650 ms path takes 10 s of slow start to fill: a longer warm-up and run.
+        cases.append(Case(9.6, 650.0, "iperf3", streams=streams, duration_s=20, omit_s=15))
+    cases.append(Case(9.6, 26.8, "iperf3", streams=8, loss=1e-5, duration_s=10, omit_s=3))
+    cases.append(Case(9.6, 26.8, "iperf3", cross_gbps=2.0, duration_s=10, omit_s=3))
+    cases.append(Case(9.6, 0.0, "peer", duration_s=8, omit_s=2))
+    return cases
 
 
 @dataclass(frozen=True)
 class Plan:
+    """A grid of circuits and stream counts (what `longhaul sim validate` measures)."""
+
     rates_gbps: tuple[float, ...] = (1.0, 9.6)
     rtts_ms: tuple[float, ...] = (26.8, 163.0)
     streams: tuple[int, ...] = (1, 8)
@@ -45,29 +102,38 @@ class Plan:
     omit_s: float = 4.0
     pings: int = 50
     loss: float = 0.0
-    """Random loss per packet on the circuits (the benchmark's own runs have none)."""
+    """Random loss per packet on the circuits."""
+    repetitions: int = 1
 
-    @property
-    def circuits(self) -> list[tuple[float, float]]:
-        return [(rate, rtt) for rate in self.rates_gbps for rtt in self.rtts_ms]
+    def cases(self) -> list[Case]:
+        cases = []
+        for rate in self.rates_gbps:
+            for rtt in self.rtts_ms:
+                base = Case(rate, rtt, "ping", cc=self.cc, loss=self.loss, pings=self.pings,
+                            duration_s=self.duration_s, omit_s=self.omit_s,
+                            repetitions=self.repetitions)  # fmt: skip
+                cases.append(base)
+                cases += [replace(base, test="iperf3", streams=n) for n in self.streams]
+        return cases
 
-    @property
-    def steps(self) -> int:
-        return len(self.circuits) * (1 + len(self.streams))
 
-
-Progress = Callable[[str, int, int], None]
+Progress = Callable[[str, float, float], None]
+"""(what is running, seconds of work done, seconds of work in all)."""
 
 TARGETS = {
-    "utilization_cubic_1_stream_9.6gbps_163ms": 0.95,
-    "idle_rtt_bias_ms": 0.2,
-    "idle_rtt_std_ms": 0.1,
+    "utilization_cubic_1_stream_9.6gbps_163ms": 0.97,
+    "utilization_cubic_1_stream_9.6gbps_650ms": 0.90,
+    "max_1ms_rate_ratio": 1.01,
+    "idle_rtt_bias_ms": 0.1,
+    "idle_rtt_std_ms": 0.05,
 }
 
 
-def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
+def run(cases: list[Case] | Plan, progress: Progress | None = None) -> dict[str, Any]:
+    if isinstance(cases, Plan):
+        cases = cases.cases()
     with _own_testbed() as testbed:
-        return _run(testbed, plan, progress)
+        return _run(testbed, cases, progress)
 
 
 LOCK = Path(tempfile.gettempdir()) / "longhaul-bench-wan.lock"
@@ -107,37 +173,51 @@ def _only_one() -> Iterator[None]:
         yield
 
 
-def _run(testbed: Testbed, plan: Plan, progress: Progress | None) -> dict[str, Any]:
-    cases: list[dict[str, Any]] = []
-    done = 0
-    for rate_gbps, rtt_ms in plan.circuits:
-        with _circuit(testbed, rate_gbps, rtt_ms, plan.loss) as circuit:
-            if progress:
-                progress(f"idle ping, {rate_gbps:g} Gb/s x {rtt_ms:g} ms", done, plan.steps)
-            cases.append(_idle_ping(circuit, plan))
-            done += 1
-            for streams in plan.streams:
-                if progress:
-                    what = f"iperf3 {plan.cc} x {streams}, {rate_gbps:g} Gb/s x {rtt_ms:g} ms"
-                    progress(what, done, plan.steps)
-                cases.append(_iperf3(circuit, plan, streams))
-                done += 1
+def _run(testbed: Testbed, cases: list[Case], progress: Progress | None) -> dict[str, Any]:
+    total = sum(c.estimate_s() for c in cases)
+    done = 0.0
+    results: list[dict[str, Any]] = []
+    by_circuit: dict[tuple[float, float, float], list[Case]] = {}
+    for case in cases:
+        by_circuit.setdefault(case.circuit_key, []).append(case)
+    for group in by_circuit.values():
+        with _circuit(testbed, group[0]) as circuit:
+            for case in group:
+                for repetition in range(case.repetitions):
+                    if progress:
+                        progress(f"{_label(case)}, run {repetition + 1}", done, total)
+                    results.append(_one(testbed, circuit, case))
+                    done += case.estimate_s() / case.repetitions
     if progress:
-        progress("done", done, plan.steps)
-    return {"cases": cases, "targets": _targets(cases)}
+        progress("done", total, total)
+    summary = [_summarize(case, [r for r in results if r["case"] is case]) for case in cases]
+    return {"cases": summary, "targets": _targets(summary)}
+
+
+def _label(case: Case) -> str:
+    what = {"ping": "idle ping", "peer": "HTB peer against the emulator"}.get(
+        case.test, f"iperf3 {case.cc} x {case.streams}"
+    )
+    extra = (f", loss {case.loss:g}" if case.loss else "") + (
+        f", {case.cross_gbps:g} Gb/s cross-traffic" if case.cross_gbps else ""
+    )
+    return f"{what}, {case.rate_gbps:g} Gb/s x {case.rtt_ms:g} ms{extra}"
 
 
 @contextmanager
-def _circuit(
-    testbed: Testbed, rate_gbps: float, rtt_ms: float, loss: float
-) -> Iterator[CircuitRecord]:
+def _circuit(testbed: Testbed, case: Case) -> Iterator[CircuitRecord]:
+    rate_bps = round(case.rate_gbps * 1e9)
+    delay_ns = round(case.rtt_ms * 1e6 / 2)
     spec = CircuitSpec(
-        name=f"bench {rate_gbps:g} Gb/s x {rtt_ms:g} ms",
+        name=f"bench {case.rate_gbps:g} Gb/s x {case.rtt_ms:g} ms",
         src_host="bench-a",
         dst_host="bench-b",
-        rate_bps=round(rate_gbps * 1e9),
-        delay_ns=round(rtt_ms * 1e6 / 2),
-        loss=loss,
+        rate_bps=rate_bps,
+        delay_ns=delay_ns,
+        # One bandwidth-delay product, and never less than a millisecond of the rate, as
+        # the testbed's own circuits (and about what a 1,000-packet HTB queue holds).
+        queue_bytes=queue_floor_bytes(rate_bps, delay_ns),
+        loss=case.loss,
     )
     circuit = testbed.add_circuit(spec, owner="bench wan")
     try:
@@ -146,83 +226,99 @@ def _circuit(
         testbed.remove_circuit(circuit.number)
 
 
-def _case(circuit: CircuitRecord, cc: str, streams: int) -> dict[str, Any]:
-    return {
-        "rate_gbps": circuit.rate_bps / 1e9,
-        "rtt_ms": circuit.rtt_ms,
-        "loss": circuit.loss,
-        "cc": cc,
-        "streams": streams,
-    }
+def _one(testbed: Testbed, circuit: CircuitRecord, case: Case) -> dict[str, Any]:
+    """One run of `case`: its figures, and the emulator's record of it."""
+    if case.test == "ping":
+        return _ping(circuit, case)
+    if case.test == "peer":
+        peer = _peer(circuit, case)
+        return {**_iperf3(testbed, circuit, case), "peer": peer}
+    return _iperf3(testbed, circuit, case)
 
 
-def _idle_ping(circuit: CircuitRecord, plan: Plan) -> dict[str, Any]:
-    started, cpu_before = time.monotonic(), emulator.cpu_seconds(circuit.pid)
-    stalls_before = _counters(circuit)["stalls"]
-    result = ping.run(circuit.src_ns, circuit.dst_addr, plan.pings, interval_s=0.05)
-    cpu = emulator.cpu_seconds(circuit.pid) - cpu_before
-    times = result.times_ms
-    median = statistics.median(times) if times else None
+def _ping(circuit: CircuitRecord, case: Case) -> dict[str, Any]:
+    watch = Watch.start(circuit)
+    started = time.monotonic()
+    result = ping.run(circuit.src_ns, circuit.dst_addr, case.pings, interval_s=0.05)
+    record = watch.finish()
     return {
-        **_case(circuit, "ping", 0),
-        "goodput_gbps": None,
-        "utilization": None,
+        "case": case,
         "rtt_mean_ms": result.avg_ms,
         "rtt_std_ms": result.mdev_ms,
-        "rtt_bias_ms": None if result.avg_ms is None else round(result.avg_ms - circuit.rtt_ms, 3),
         "rtt_min_ms": result.min_ms,
-        "rtt_median_ms": median,
+        "rtt_median_ms": statistics.median(result.times_ms) if result.times_ms else None,
         "lost": result.sent - result.received,
-        # A reply held up by the machine (not the link) shows here as a stall.
-        "emulator_stalls": _counters(circuit)["stalls"] - stalls_before,
-        "emulator_cpu_cores": round(cpu / (time.monotonic() - started), 4),
+        **_emulator(record, "rtt", time.monotonic() - started),
     }
 
 
-def _iperf3(circuit: CircuitRecord, plan: Plan, streams: int) -> dict[str, Any]:
+def _iperf3(testbed: Testbed, circuit: CircuitRecord, case: Case) -> dict[str, Any]:
     test = iperf3.Iperf3Test(
         client_ns=circuit.src_ns,
         server_ns=circuit.dst_ns,
         address=circuit.dst_addr,
-        duration_s=plan.duration_s,
-        omit_s=plan.omit_s,
-        streams=streams,
-        cc=plan.cc,
+        duration_s=case.duration_s,
+        omit_s=case.omit_s,
+        streams=case.streams,
+        cc=case.cc,
         rtt_ms=circuit.rtt_ms,
     )
-    started, cpu_before = time.monotonic(), emulator.cpu_seconds(circuit.pid)
-    stalls_before = _counters(circuit)["stalls"]
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(iperf3.run, test)
-        # The emulator's own count of what it delivered, over the measured part of the
-        # test: the check that the far end never got more than the rate.
-        first = _sample_at(circuit, started + plan.omit_s + 1)
-        last = _sample_at(circuit, started + plan.omit_s + plan.duration_s - 1)
-        result = running.result()
-    cpu = emulator.cpu_seconds(circuit.pid) - cpu_before
+    traffic = None
+    if case.cross_gbps:
+        attached = testbed.attach_cross_host(circuit.number)
+        length_s = case.duration_s + case.omit_s + 1
+        traffic = crosstraffic.CrossTraffic(
+            circuit, attached, round(case.cross_gbps * 1e9), length_s
+        ).start()
+    watch = Watch.start(circuit)
+    started = time.monotonic()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(iperf3.run, test)
+            # The emulator's own count of what it delivered over the measured part.
+            first = _sample_at(circuit, started + case.omit_s + 1)
+            last = _sample_at(circuit, started + case.omit_s + case.duration_s - 1)
+            result = running.result()
+        cross = traffic.finish() if traffic is not None else None
+    finally:
+        if traffic is not None:
+            traffic.stop()
+    record = watch.finish()
     delivered_bps = 8 * (last["tx_bytes"] - first["tx_bytes"]) / (last["at"] - first["at"])
     goodput = result.goodput_bps
     return {
-        **_case(circuit, plan.cc, streams),
-        "goodput_gbps": round(goodput / 1e9, 4),
-        "utilization": round(goodput * PACKET_BYTES / MSS_BYTES / circuit.rate_bps, 4),
-        "rtt_mean_ms": _round(result.rtt_mean_ms),
-        "rtt_std_ms": _round(result.rtt_std_ms),
+        "case": case,
+        "goodput_gbps": goodput / 1e9,
+        "utilization": goodput * PACKET_BYTES / MSS_BYTES / circuit.rate_bps,
+        "rtt_mean_ms": result.rtt_mean_ms,
+        "rtt_std_ms": result.rtt_std_ms,
         "retransmits": result.retransmits,
-        "emulator_delivered_gbps": round(delivered_bps / 1e9, 4),
-        "emulator_stalls": _counters(circuit)["stalls"] - stalls_before,
-        "emulator_cpu_cores": round(cpu / (time.monotonic() - started), 4),
+        "emulator_delivered_gbps": delivered_bps / 1e9,
+        "cross_received_gbps": None if cross is None else cross.received_rate_bps / 1e9,
+        **_emulator(record, "tcp_throughput", time.monotonic() - started),
+    }
+
+
+def _emulator(record: dict[str, Any], test: str, duration_s: float) -> dict[str, Any]:
+    """What the emulator's record of a run says, for the benchmark."""
+    directions = [record.get("a_to_b") or {}, record.get("b_to_a") or {}]
+    judged = health.verdict(record, test, duration_s)
+    return {
+        "max_1ms_rate_ratio": max(d.get("max_1ms_rate_ratio", 0.0) for d in directions),
+        "emulator_max_late_ms": max(d.get("lateness_max_ns", 0) for d in directions) / 1e6,
+        "emulator_late_held_ms": sum(d.get("late_held_ns", 0) for d in directions) / 1e6,
+        "emulator_stalls": sum(d.get("stalls", 0) for d in directions),
+        "emulator_cpu_cores": record.get("cpu_cores"),
+        "emulator_rss_mib": record.get("rss_bytes", 0) / 2**20,
+        "degraded": judged.degraded,
+        "reasons": list(judged.reasons),
     }
 
 
 def _counters(circuit: CircuitRecord) -> dict[str, float]:
-    """What the emulator has delivered from A to B, and its stalls both ways, now."""
+    """What the emulator has delivered from A to B, now."""
     stats = emulator.request(Path(circuit.control), {"op": "stats"})
-    return {
-        "at": time.monotonic(),
-        "tx_bytes": stats["a_to_b"]["tx_bytes"],
-        "stalls": stats["a_to_b"]["stalls"] + stats["b_to_a"]["stalls"],
-    }
+    return {"at": time.monotonic(), "tx_bytes": stats["a_to_b"]["tx_bytes"]}
 
 
 def _sample_at(circuit: CircuitRecord, when: float) -> dict[str, float]:
@@ -230,22 +326,134 @@ def _sample_at(circuit: CircuitRecord, when: float) -> dict[str, float]:
     return _counters(circuit)
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+PEER_DEVICES = ("lhbpeer-a", "lhbpeer-b")
+PEER_ADDRESSES = ("198.19.254.1", "198.19.254.2")
+
+
+def _peer(circuit: CircuitRecord, case: Case) -> dict[str, Any]:
+    """One stream through the kernel's HTB at the circuit's rate over a veth pair between
+    the same two hosts (no delay): the peer the emulator is set against."""
+    a, b = PEER_DEVICES
+    netns.add_veth(circuit.src_ns, a, circuit.dst_ns, b)
+    try:
+        netns.add_address(circuit.src_ns, a, PEER_ADDRESSES[0], 30)
+        netns.add_address(circuit.dst_ns, b, PEER_ADDRESSES[1], 30)
+        rate = f"{circuit.rate_bps}bit"
+        for argv in (
+            ["tc", "qdisc", "add", "dev", a, "root", "handle", "1:", "htb", "default", "1"],
+            ["tc", "class", "add", "dev", a, "parent", "1:", "classid", "1:1", "htb",
+             "rate", rate, "ceil", rate],
+        ):  # fmt: skip
+            netns.run(circuit.src_ns, argv, timeout_s=10)
+        test = iperf3.Iperf3Test(
+            client_ns=circuit.src_ns,
+            server_ns=circuit.dst_ns,
+            address=PEER_ADDRESSES[1],
+            duration_s=case.duration_s,
+            omit_s=case.omit_s,
+            streams=case.streams,
+            cc=case.cc,
+        )
+        result = iperf3.run(test)
+    finally:
+        netns.delete_link(circuit.src_ns, a)
+    goodput = result.goodput_bps
+    return {
+        "goodput_gbps": goodput / 1e9,
+        "utilization": goodput * PACKET_BYTES / MSS_BYTES / circuit.rate_bps,
+        "retransmits": result.retransmits,
+    }
+
+
+@dataclass
+class _Spread:
+    values: list[float] = field(default_factory=list)
+
+    def of(self, name: str) -> dict[str, float | None]:
+        if not self.values:
+            return {f"{name}_median": None, f"{name}_min": None, f"{name}_max": None}
+        return {
+            f"{name}_median": round(statistics.median(self.values), 4),
+            f"{name}_min": round(min(self.values), 4),
+            f"{name}_max": round(max(self.values), 4),
+        }
+
+
+def _spread(runs: list[dict[str, Any]], key: str) -> _Spread:
+    return _Spread([r[key] for r in runs if r.get(key) is not None])
+
+
+def _summarize(case: Case, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A case's figures over its runs: medians, least and most."""
+    rtt = case.rtt_ms
+    summary: dict[str, Any] = {
+        "rate_gbps": case.rate_gbps,
+        "rtt_ms": rtt,
+        "loss": case.loss,
+        "cc": "ping" if case.test == "ping" else case.cc,
+        "streams": 0 if case.test == "ping" else case.streams,
+        "test": case.test,
+        "cross_traffic_gbps": case.cross_gbps,
+        "repetitions": len(runs),
+        "max_1ms_rate_ratio": round(max((r["max_1ms_rate_ratio"] for r in runs), default=0), 4),
+        "emulator_max_late_ms": round(max((r["emulator_max_late_ms"] for r in runs), default=0), 3),
+        "emulator_late_held_ms": _spread(runs, "emulator_late_held_ms").of("x")["x_median"],
+        "emulator_rss_mib": round(max((r["emulator_rss_mib"] for r in runs), default=0), 1),
+        "emulator_cpu_cores": _spread(runs, "emulator_cpu_cores").of("x")["x_median"],
+        "degraded_runs": sum(1 for r in runs if r["degraded"]),
+        "degraded_reasons": sorted({reason for r in runs for reason in r["reasons"]}),
+    }
+    if case.test == "ping":
+        means = _spread(runs, "rtt_mean_ms")
+        summary.update(means.of("rtt_mean_ms"))
+        summary.update(_spread(runs, "rtt_std_ms").of("rtt_std_ms"))
+        summary["rtt_mean_ms"] = summary["rtt_mean_ms_median"]
+        summary["rtt_std_ms"] = summary["rtt_std_ms_median"]
+        summary["rtt_bias_ms"] = (
+            None if summary["rtt_mean_ms"] is None else round(summary["rtt_mean_ms"] - rtt, 3)
+        )
+        summary["rtt_min_ms"] = min(
+            (r["rtt_min_ms"] for r in runs if r["rtt_min_ms"]), default=None
+        )
+        summary["lost"] = sum(r["lost"] for r in runs)
+        summary["goodput_gbps"] = summary["utilization"] = None
+        return summary
+    for key in ("utilization", "goodput_gbps", "retransmits", "emulator_delivered_gbps",
+                "rtt_mean_ms", "rtt_std_ms", "cross_received_gbps"):  # fmt: skip
+        summary.update(_spread(runs, key).of(key))
+    summary["utilization"] = summary["utilization_median"]
+    summary["goodput_gbps"] = summary["goodput_gbps_median"]
+    if case.test == "peer":
+        peers = [r["peer"] for r in runs]
+        htb = _Spread([p["goodput_gbps"] for p in peers]).of("x")["x_median"]
+        summary["peer"] = "htb over veth, no delay"
+        summary["peer_goodput_gbps_median"] = htb
+        summary["peer_utilization_median"] = _Spread([p["utilization"] for p in peers]).of("x")[
+            "x_median"
+        ]
+        ratios = [r["goodput_gbps"] / p["goodput_gbps"] for r, p in zip(runs, peers, strict=True)
+                  if p["goodput_gbps"]]  # fmt: skip
+        summary.update(_Spread(ratios).of("ratio_to_peer"))
+    return summary
 
 
 def _targets(cases: list[dict[str, Any]]) -> dict[str, Any]:
     """The issue's targets, with the figure measured for each and whether it was met."""
-    long_fast = [
-        c for c in cases
-        if c["cc"] == "cubic" and c["streams"] == 1 and c["rate_gbps"] == 9.6
-        and abs(c["rtt_ms"] - 163) < 1
-    ]  # fmt: skip
+
+    def utilization(rtt: float) -> float | None:
+        found = [
+            c["utilization_median"] for c in cases
+            if c["test"] == "iperf3" and c["streams"] == 1 and c["rate_gbps"] == 9.6
+            and abs(c["rtt_ms"] - rtt) < 1 and not c["loss"] and not c["cross_traffic_gbps"]
+        ]  # fmt: skip
+        return found[0] if found else None
+
     pings = [c for c in cases if c["cc"] == "ping" and c["rtt_bias_ms"] is not None]
+    loaded = [c for c in cases if c["cc"] != "ping"]
     measured = {
-        "utilization_cubic_1_stream_9.6gbps_163ms": long_fast[0]["utilization"]
-        if long_fast
-        else None,
+        "utilization_cubic_1_stream_9.6gbps_163ms": utilization(163.0),
+        "utilization_cubic_1_stream_9.6gbps_650ms": utilization(650.0),
+        "max_1ms_rate_ratio": max((c["max_1ms_rate_ratio"] for c in loaded), default=None),
         "idle_rtt_bias_ms": max((abs(c["rtt_bias_ms"]) for c in pings), default=None),
         "idle_rtt_std_ms": max((c["rtt_std_ms"] for c in pings), default=None),
     }
@@ -254,5 +462,5 @@ def _targets(cases: list[dict[str, Any]]) -> dict[str, Any]:
         value = measured[name]
         at_least = name.startswith("utilization")
         met = None if value is None else (value >= target if at_least else value <= target)
-        verdict[name] = {"target": target, "measured": _round(value), "met": met}
+        verdict[name] = {"target": target, "measured": value, "met": met}
     return verdict

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from types import FrameType
 
 import typer
 
@@ -55,8 +58,25 @@ def version() -> None:
     typer.echo(__version__)
 
 
+_INSTALLED_BY = os.getpid()
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its clean-up runs (a testbed it built is
+    taken down), instead of Python dying where it stands. A process forked from this one
+    without exec (pyroute2 runs netlink in namespaces so) inherits the handler, but not
+    the right to clean up: unwinding the stack it copied would run the parent's clean-up
+    a second time, under the parent's locks. It only exits."""
+    if os.getpid() != _INSTALLED_BY:
+        os._exit(128 + signum)
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     """Run the command; bad input prints one line saying what to fix, and exits 2."""
+    global _INSTALLED_BY  # noqa: PLW0603
+    _INSTALLED_BY = os.getpid()
+    signal.signal(signal.SIGTERM, _stop)
     try:
         app()
     except (InputError, TopologyError) as exc:

@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from longhaul.analysis import quality
 from longhaul.cli.campaign import DbOption, _store
-from longhaul.cli.common import console, fail, print_json
+from longhaul.cli.common import console, fail, note, print_json
 from longhaul.testbed.plan import miles_label
 
 app = typer.Typer(help="The USN analysis: profiles, DPM, comparisons.", no_args_is_help=True)
@@ -199,7 +200,10 @@ def _frame(campaign: str, db: str | None) -> Any:
     frame = _store(db).frame(campaign)
     if frame.empty:
         fail(f"campaign {campaign!r} has no results: `longhaul results list` shows those stored")
-    return frame
+    split = quality.usable(frame)
+    if split.note():
+        note(split.note() or "")
+    return split.rows
 
 
 def _stream_range(text: str) -> tuple[int, int]:

@@ -28,17 +28,24 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _testbed(topology: FilePath | None) -> Testbed:
-    return Testbed(load_or_usn(topology))
+    # What `longhaul testbed up` builds stays up after the command, until `down`.
+    return Testbed(load_or_usn(topology), persistent=True)
 
 
-def _run(work: Any) -> Any:
-    """Run testbed work; what the machine cannot do or what failed is one line, exit 1."""
+def _run(work: Any, bed: Testbed | None = None) -> Any:
+    """Run testbed work; what the machine cannot do or what failed is one line, exit 1.
+    What was swept of testbeds killed earlier is said first."""
     try:
-        return work()
+        result = work()
     except TestbedUnavailableError as exc:
         fail(str(exc), code=1)
+    except PermissionError as exc:
+        fail(f"the emulated testbed needs root ({exc.strerror}: {exc.filename})", code=1)
     except TestbedError as exc:
         fail(f"{exc} (`longhaul testbed down` removes what was made)", code=1)
+    if bed is not None and bed.swept:
+        note(bed.swept.describe())
+    return result
 
 
 @app.command()
@@ -56,21 +63,32 @@ def up(
             max=100,
         ),
     ] = None,
+    jitter: Annotated[
+        str | None,
+        typer.Option(
+            help="Queueing jitter of a packet-switched core, as a VLAN over Ethernet "
+            "switches or an MPLS tunnel over routers has and a SONET circuit has not: "
+            "hops=N,mean=DURATION, an exponential wait of that mean at each hop, "
+            "e.g. hops=4,mean=150us.",
+        ),
+    ] = None,
     topology: TopologyOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Build the loop-backs: two ORNL hosts (namespaces lh-ornl-host1, -2) and a circuit
-    for each loop, with its propagation delay and rate."""
+    for each loop, with its propagation delay, rate and layer (framing)."""
     lengths = parse_loops(loops)
     rate_bps = None if rate is None else round(rate * 1e9)
-    made = _run(lambda: _testbed(topology).up(lengths, rate_bps))
+    bed = _testbed(topology)
+    made = _run(lambda: bed.up(lengths, rate_bps, jitter=jitter), bed)
     if json_output:
         print_json([asdict(c) for c in made])
         return
-    table = _table("#", "circuit", "addresses", "Gb/s", "RTT ms")
+    table = _table("#", "circuit", "addresses", "Gb/s", "RTT ms", "layer")
     for c in made:
+        layer = c.layer + (f", jitter {c.jitter}" if c.jitter else "")
         table.add_row(str(c.number), c.name, _addresses(c), f"{c.rate_bps / 1e9:g}",
-                      f"{c.rtt_ms:.2f}")  # fmt: skip
+                      f"{c.rtt_ms:.2f}", layer)  # fmt: skip
     console.print(table)
     first = made[0]
     note(f"Hosts {first.src_ns} and {first.dst_ns}. "
@@ -80,7 +98,8 @@ def up(
 @app.command()
 def status(topology: TopologyOption = None, json_output: JsonOption = False) -> None:
     """Circuits, their emulators and their counters."""
-    statuses = _run(lambda: _testbed(topology).status())
+    bed = _testbed(topology)
+    statuses = _run(bed.status, bed)
     if json_output:
         print_json([_status_json(s) for s in statuses])
         return
@@ -182,7 +201,8 @@ def down(
     topology: TopologyOption = None,
 ) -> None:
     """Stop the emulators, remove the namespaces, restore the host's sysctls."""
-    gone = _run(lambda: _testbed(topology).down(everything=all_))
+    bed = _testbed(topology)
+    gone = _run(lambda: bed.down(everything=all_), bed)
     restored = ", ".join(f"{k} = {v}" for k, v in gone.restored_sysctls.items())
     console.print(
         f"Stopped {gone.emulators} emulator(s); removed {len(gone.namespaces)} namespace(s)"

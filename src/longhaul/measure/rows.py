@@ -48,6 +48,12 @@ class Row:
     """Where the tool's own output is kept (a file path)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What only some tests have: `rtt_samples_ms` (a list) for rtt and echo_jitter."""
+    degraded: bool = False
+    """The emulator could not honestly produce this run (see `measure.health`): the
+    analysis leaves it out."""
+    health: dict[str, Any] | None = None
+    """For an emulated run, the emulator's record of it (`measure.health.summary`), with
+    `reasons` when degraded and `attempts` when it had to be run again."""
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -1,6 +1,11 @@
 """Running a campaign on the emulated testbed: connections made ready, each run executed
 by its tool, each result stored as it finishes (a crash loses at most the run in flight),
 runs already stored skipped on `resume`.
+
+Each run is watched: the emulator's record of it goes into the row (`health`), and a run
+the emulator could not honestly produce (`measure.health.verdict`) is run again, up to
+`retries` times; if it never comes out clean it is stored marked `degraded`, and the
+analysis leaves it out.
 """
 
 from __future__ import annotations
@@ -18,15 +23,19 @@ from typing import Any
 
 from longhaul.errors import InputError
 from longhaul.measure import campaign as campaigns
+from longhaul.measure import health
 from longhaul.measure.campaign import Campaign, Connection, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
 from longhaul.measure.tools import echo, iperf3, ping, udp
 from longhaul.testbed import CircuitRecord, Testbed, crosstraffic, loop_spec
 from longhaul.testbed.plan import miles_label
+from longhaul.testbed.watch import Watch
 
 CROSS_HELD = 0.95
 """Cross-traffic that delivered less than this share of its rate did not hold."""
+RETRIES = 2
+"""How many times a degraded run is run again before it is stored as degraded."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,7 @@ class Runner:
     store: ResultsStore
     testbed: Testbed
     raw_dir: Path
+    retries: int = RETRIES
 
     def run(
         self, prepared: Prepared, resume: bool = False, progress: Progress | None = None
@@ -143,7 +153,7 @@ class Runner:
                 if progress:
                     progress(_describe(run), spent, total)
                 circuit = prepared.circuits[run.connection.name]
-                row, raw = execute(run, circuit, self.testbed, campaign.name)
+                row, raw = self._attempts(run, circuit, campaign.name, progress, spent, total)
                 raw_path = folder / f"{len(done) + ran + 1:05d}-{_slug(run.key)}.json"
                 raw_path.write_text(json.dumps(raw, indent=1, default=str))
                 row.raw_ref = str(raw_path)
@@ -157,6 +167,28 @@ class Runner:
         if progress:
             progress("done", total, total)
         return ran
+
+    def _attempts(
+        self,
+        run: Run,
+        circuit: CircuitRecord,
+        campaign: str,
+        progress: Progress | None,
+        spent: float,
+        total: float,
+    ) -> tuple[Row, dict[str, Any]]:
+        """Run until the emulator kept up, or `retries` more times; the last attempt."""
+        attempts = []
+        for attempt in range(1 + self.retries):
+            row, raw = execute(run, circuit, self.testbed, campaign)
+            attempts.append(list((row.health or {}).get("reasons", [])))
+            if not row.degraded:
+                break
+            if progress and attempt < self.retries:
+                progress(f"{_describe(run)}: the emulator fell behind, again", spent, total)
+        if row.health is not None and len(attempts) > 1:
+            row.health["attempts"] = attempts
+        return row, raw
 
 
 def execute(
@@ -174,6 +206,7 @@ def execute(
         started_at=datetime.now(UTC),
     )
     started = time.monotonic()
+    watch = Watch.start(circuit)
     test = run.test.name
     if test == "tcp_throughput":
         raw = _tcp(run, circuit, testbed, row)
@@ -184,6 +217,11 @@ def execute(
     else:
         raw = _echo(run, circuit, row)
     row.duration_s = round(time.monotonic() - started, 3)
+    record = watch.finish()
+    judged = health.verdict(record, test, row.duration_s)
+    row.degraded = judged.degraded
+    row.health = {**health.summary(record), "reasons": list(judged.reasons)}
+    raw["emulator_health"] = record
     return row, raw
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import (
     JSON,
+    Boolean,
     Float,
     ForeignKey,
     Integer,
@@ -72,6 +73,8 @@ class Measurement(Base):
     rtt_std_ms: Mapped[float | None] = mapped_column(Float)
     raw_ref: Mapped[str | None] = mapped_column(Text)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    degraded: Mapped[bool] = mapped_column(Boolean, default=False)
+    health: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class ResultsStore:
@@ -195,7 +198,8 @@ class ResultsStore:
             frame.to_parquet(path, index=False)
         elif path.suffix == ".csv":
             flat = frame.copy()
-            flat["extra"] = flat["extra"].map(_json_text)
+            for column in ("extra", "health"):
+                flat[column] = flat[column].map(_json_text)
             flat.to_csv(path, index=False)
         else:
             raise InputError("path", f"{path.name}: export to a .csv or a .parquet file")
@@ -236,4 +240,6 @@ def _row(m: Measurement, campaign: str) -> Row:
         rtt_std_ms=m.rtt_std_ms,
         raw_ref=m.raw_ref,
         extra=dict(m.extra or {}),
+        degraded=bool(m.degraded),
+        health=m.health,
     )

@@ -12,7 +12,7 @@ import jinja2
 import pandas as pd
 
 from longhaul import __version__
-from longhaul.analysis import jitter, profiles, reference
+from longhaul.analysis import jitter, profiles, quality, reference
 from longhaul.report import figures
 from longhaul.report.figures import Drawn
 from longhaul.testbed.plan import miles_label
@@ -27,8 +27,11 @@ _TEMPLATES = jinja2.Environment(
 
 
 def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bool = True) -> Path:
-    """Write `folder/index.html` (and a PNG and an SVG of each figure); its path."""
+    """Write `folder/index.html` (and a PNG and an SVG of each figure); its path. Runs the
+    emulator could not honestly produce are left out, and listed."""
     folder.mkdir(parents=True, exist_ok=True)
+    split = quality.usable(frame)
+    frame = split.rows
     published = _published_profiles() if reference else None
     streams = _streams_range(frame)
     drawn: list[Drawn] = [
@@ -50,10 +53,23 @@ def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bo
         published=None if published is None else published.to_dict("records"),
         rtts=_rtt_table(frame),
         jitter=_jitter_table(frame),
+        left_out_note=split.note(),
+        left_out=_left_out_table(split.left_out),
     )
     path = folder / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _left_out_table(left_out: pd.DataFrame) -> list[dict[str, str]]:
+    return [
+        {
+            "run": f"{r['test']} on {r['connection']}, repetition {r['repetition']}"
+            + (f", {r['cc']} x {int(r['streams'])}" if pd.notna(r.get("streams")) else ""),
+            "why": quality.reasons(r),
+        }
+        for _, r in left_out.iterrows()
+    ]
 
 
 def _save(drawn: Drawn, folder: Path) -> dict[str, str]:

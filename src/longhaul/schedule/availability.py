@@ -1,7 +1,7 @@
 """The four path-computation queries over a topology and its bookings.
 
 `Availability` is a value: a topology plus the free bandwidth of each of its links over
-time. It answers the USN queries (SYSTEM.md §2) between two nodes:
+time. It answers the USN queries (Sahni, Rao, Ranka et al., ICN 2007) between two nodes:
 
 1. `fixed_slot`: a path for a bandwidth during a given slot, or None;
 2. `earliest_start`: the earliest start for a bandwidth and duration, and its path;

@@ -1,9 +1,10 @@
 """Sets of integer instants as sorted, disjoint, half-open intervals.
 
-These are the elements of the closed semiring of SYSTEM.md §2: union is ⊕, intersection
-is ⊗, the empty set is 0̄ and the whole line 1̄. Time is an integer (longhaul uses
-microseconds since the Unix epoch), so the set of start times of a reservation that
-fits a free interval [l, h) is again half-open: [l, h - duration + 1).
+These are the elements of the closed semiring of USN's path computation (Sahni, Rao,
+Ranka et al., ICN 2007): union is ⊕, intersection is ⊗, the empty set is 0̄ and the
+whole line 1̄. Time is an integer (longhaul uses microseconds since the Unix epoch), so
+the set of start times of a reservation that fits a free interval [l, h) is again
+half-open: [l, h - duration + 1).
 
 A set is stored flat, as boundaries (l0, h0, l1, h1, ...) with l0 < h0 < l1 < h1 ...;
 adjacent intervals are merged, so equal sets have equal boundaries. The algebra itself

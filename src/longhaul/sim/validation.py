@@ -490,9 +490,9 @@ def validate_kernel(progress: Progress | None = None) -> dict[str, Any]:
     measured = []
     for plan in kernel_plans():
 
-        def step(what: str, done: int, total: int, plan: Plan = plan) -> None:
+        def step(what: str, done: float, total: float, plan: Plan = plan) -> None:
             if progress:
-                progress(f"kernel {plan.cc}, loss {plan.loss:g}: {what}", done, total)
+                progress(f"kernel {plan.cc}, loss {plan.loss:g}: {what}", round(done), round(total))
 
         measured += [c for c in wan_bench.run(plan, step)["cases"] if c["cc"] != "ping"]
     seeds = [range(1, KERNEL_LOSS_SEEDS + 1) if c["loss"] else (1,) for c in measured]

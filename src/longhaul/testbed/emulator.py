@@ -47,23 +47,33 @@ class Launch:
     log: Path
     queue_bytes: int | None = None
     loss: float = 0.0
+    layer: str = "ip"
+    jitter: str | None = None
+    parent_pid: int | None = None
+    """The emulator stops when this process ends (None: it stays until stopped)."""
 
     def argv(self) -> list[str]:
         args = [str(binary()), "run",
                 "--a-netns", self.a_netns, "--a-dev", self.a_dev,
                 "--b-netns", self.b_netns, "--b-dev", self.b_dev,
+                "--layer", self.layer,
                 "--rate", str(self.rate_bps), "--delay", f"{self.delay_ns}ns",
                 "--control", str(self.control)]  # fmt: skip
         if self.queue_bytes is not None:
             args += ["--queue", str(self.queue_bytes)]
         if self.loss > 0:
             args += ["--loss", repr(self.loss)]
+        if self.jitter:
+            args += ["--jitter", self.jitter]
+        if self.parent_pid is not None:
+            args += ["--parent-pid", str(self.parent_pid)]
         return args
 
 
 def start(launch: Launch) -> int:
-    """Start the emulator in a session of its own (it outlives this process) and wait until
-    its devices exist; its PID."""
+    """Start the emulator in a session of its own (a signal to this terminal's process
+    group is for the testbed to handle, not for its emulators) and wait until its devices
+    exist; its PID. With `parent_pid` it ends with this process."""
     launch.log.parent.mkdir(parents=True, exist_ok=True)
     launch.control.unlink(missing_ok=True)
     with launch.log.open("wb") as log:

@@ -63,6 +63,12 @@ class CircuitSpec:
     loss: float = 0.0
     length_miles: float = 0.0
     links: tuple[str, ...] = ()
+    layer: str = "ip"
+    """The layer of the line that limits the circuit: the emulator caps the rate at its
+    line rate and frames each packet as it does (`ip`: the rate counts IP bytes)."""
+    jitter: str | None = None
+    """Queueing jitter of a packet-switched core, `hops=N,mean=DURATION` (None: a circuit,
+    as SONET: nothing beyond serialization)."""
 
     @property
     def rtt_ms(self) -> float:
@@ -116,15 +122,30 @@ def cross_devices(number: int) -> tuple[str, str]:
 
 
 def path_rate_bps(path: Path, bandwidth_mbps: int | None = None) -> int:
-    """The IP rate a circuit on `path` carries: the bandwidth asked for, and never more
-    than each link's payload rate (OC192 9.6 Gb/s, WAN-PHY 9.29, LAN-PHY 10) divided by
-    how often the path crosses it."""
+    """The rate a circuit on `path` carries: the bandwidth asked for, and never more than
+    each link's payload rate (OC192 9.6 Gb/s, WAN-PHY 9.29, LAN-PHY 10) divided by how
+    often the path crosses it."""
+    mbps = _bottleneck(path)[0]
+    if bandwidth_mbps is not None:
+        mbps = min(bandwidth_mbps, mbps)
+    return mbps * 1_000_000
+
+
+def path_layer(path: Path) -> str:
+    """The layer of the link that limits a circuit on `path` (the first of the slowest)."""
+    return _bottleneck(path)[1].layer.value
+
+
+def _bottleneck(path: Path) -> tuple[int, Link]:
+    """The least payload rate along `path` (each link's shared by its crossings), and
+    the link it is on."""
     crossings: dict[str, int] = {}
     for hop in path.hops:
         crossings[hop.link.id] = crossings.get(hop.link.id, 0) + 1
-    ceiling = min(hop.link.capacity_mbps // crossings[hop.link.id] for hop in path.hops)
-    mbps = ceiling if bandwidth_mbps is None else min(bandwidth_mbps, ceiling)
-    return mbps * 1_000_000
+    return min(
+        ((hop.link.capacity_mbps // crossings[hop.link.id], hop.link) for hop in path.hops),
+        key=lambda pair: pair[0],
+    )
 
 
 def path_spec(
@@ -155,6 +176,7 @@ def path_spec(
         queue_bytes=queue_floor_bytes(rate_bps, delay_ns),
         length_miles=path.length_miles,
         links=path.link_ids,
+        layer=path_layer(path),
     )
 
 

@@ -1,8 +1,9 @@
 """The testbed's record of what it made: one JSON file, changed under a lock.
 
-Every namespace, circuit (with its emulator's PID and control socket) and host-wide
-sysctl the testbed touched is written here before or as it is made, so `down` can undo
-it all, also after the processes that made it were killed.
+Every namespace and circuit (with its emulator's PID and control socket) the testbed
+made is written here before or as it is made, so `down` can undo it all, also after the
+processes that made it were killed. (Host-wide sysctls are journalled in `host`, which
+all testbeds share.)
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from longhaul.testbed.netns import TestbedError
 
 
 def state_dir() -> Path:
@@ -46,6 +50,10 @@ class CircuitRecord:
     log: str
     length_miles: float = 0.0
     links: list[str] = field(default_factory=list)
+    layer: str = "ip"
+    """The line's layer (`ip` counts IP bytes; `oc192`, `wanphy`, ... frame them)."""
+    jitter: str | None = None
+    """Queueing jitter of a packet-switched core, `hops=N,mean=DURATION` (None: a circuit)."""
 
     @property
     def rtt_ms(self) -> float:
@@ -67,8 +75,6 @@ class CrossRecord:
 class State:
     circuits: dict[int, CircuitRecord] = field(default_factory=dict)
     namespaces: list[str] = field(default_factory=list)
-    saved_host_sysctls: dict[str, str] = field(default_factory=dict)
-    """Host-wide sysctls as they were before the testbed raised them."""
     cross: list[CrossRecord] = field(default_factory=list)
     next_number: int = 1
 
@@ -83,7 +89,6 @@ class State:
         return cls(
             circuits={c.number: c for c in circuits},
             namespaces=list(data.get("namespaces", [])),
-            saved_host_sysctls=dict(data.get("saved_host_sysctls", {})),
             cross=[CrossRecord(**x) for x in data.get("cross", [])],
             next_number=int(data.get("next_number", 1)),
         )
@@ -94,40 +99,57 @@ class State:
         return number
 
 
-def _file() -> Path:
-    return state_dir() / "testbed.json"
+def _file(directory: Path | None = None) -> Path:
+    return (directory or state_dir()) / "testbed.json"
 
 
-def read() -> State:
-    """The state as last written (empty if there is none)."""
-    path = _file()
+def read(directory: Path | None = None) -> State:
+    """The state as last written (empty if there is none). A damaged record is an error:
+    read as empty it would hide what the testbed made."""
+    path = _file(directory)
     if not path.exists():
         return State()
     try:
         return State.from_json(json.loads(path.read_text()))
-    except (ValueError, TypeError, KeyError):
-        # A damaged record is no reason to refuse to clean up: `down --all` finds things
-        # by their names too.
-        return State()
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DamagedStateError(
+            f"the testbed's record {path} is damaged ({exc}): `longhaul testbed down --all` "
+            "removes what the testbed made, found by its names"
+        ) from exc
+
+
+class DamagedStateError(TestbedError):
+    """The record cannot be read."""
+
+
+def set_aside(directory: Path | None = None) -> Path | None:
+    """Move a damaged record out of the way (kept for a look); where it went."""
+    path = _file(directory)
+    if not path.exists():
+        return None
+    kept = path.with_name(f"testbed.damaged-{int(time.time())}.json")
+    path.replace(kept)
+    return kept
 
 
 @contextmanager
-def changing() -> Iterator[State]:
-    """The state, under an exclusive lock; written back (atomically) when the block ends,
-    also when it fails half-way: what was made so far is recorded."""
-    directory = state_dir()
+def changing(directory: Path | None = None) -> Iterator[State]:
+    """The state (of the testbed recorded in `directory`, by default this one's), under an
+    exclusive lock; written back (atomically) when the block ends, also when it fails
+    half-way: what was made so far is recorded."""
+    directory = directory or state_dir()
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / "lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        state = read()
+        state = read(directory)
         try:
             yield state
         finally:
-            _write(state)
+            _write(state, directory)
 
 
-def _write(state: State) -> None:
-    path = _file()
+def _write(state: State, directory: Path) -> None:
+    path = _file(directory)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(state.to_json(), indent=2))
     temporary.replace(path)

@@ -2,6 +2,12 @@
 
 `Testbed` makes real what `plan` works out, records it in the state file as it goes,
 and undoes it on `down`, also after the processes that made it were killed.
+
+A testbed belongs to the process that made it (its emulators stop when it ends) unless it
+is `persistent` (`longhaul testbed up`, which stays until `longhaul testbed down`). Each
+is on the host register (`host`): what a killed owner left behind is swept by the next
+testbed command of any testbed, and the host-wide sysctls are given back when the last
+testbed goes.
 """
 
 from __future__ import annotations
@@ -10,12 +16,12 @@ import os
 import signal
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from longhaul.errors import InputError
-from longhaul.testbed import emulator, netns, state
+from longhaul.testbed import emulator, host, netns, state
 from longhaul.testbed.plan import (
     CIRCUITS_NET,
     CROSS_NET,
@@ -51,21 +57,55 @@ class Teardown:
     restored_sysctls: dict[str, str]
 
 
+@dataclass
+class Sweep:
+    """What testbeds whose owners had died left behind, and was removed."""
+
+    testbeds: list[str] = field(default_factory=list)
+    """Their records' folders."""
+    namespaces: list[str] = field(default_factory=list)
+    emulators: int = 0
+    restored_sysctls: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.testbeds or self.namespaces or self.emulators)
+
+    def describe(self) -> str:
+        restored = ", ".join(f"{k} = {v}" for k, v in self.restored_sysctls.items())
+        return (
+            f"swept what {len(self.testbeds)} testbed(s) left when their owner died: "
+            f"{self.emulators} emulator(s), namespaces {', '.join(self.namespaces) or 'none'}"
+            + (f"; restored {restored}" if restored else "")
+        )
+
+
 class Testbed:
-    def __init__(self, topology: Topology | None = None) -> None:
+    def __init__(self, topology: Topology | None = None, persistent: bool = False) -> None:
         self.topology = topology or usn()
+        self.persistent = persistent
+        """Made to stay (`longhaul testbed up`): its emulators outlive this process."""
+        self.swept: Sweep | None = None
+        """What the first command of this testbed swept (None: not yet looked)."""
 
     # -- building ----------------------------------------------------------------------
 
     def up(
-        self, loops_miles: Sequence[float], rate_bps: int | None = None, owner: str = "cli"
+        self,
+        loops_miles: Sequence[float],
+        rate_bps: int | None = None,
+        owner: str = "cli",
+        jitter: str | None = None,
     ) -> list[CircuitRecord]:
         """A circuit for each loop-back (between the two ORNL hosts), at the loop's own rate
-        unless `rate_bps` is given. Loops that are up already are kept as they are."""
+        unless `rate_bps` is given, with the queueing `jitter` of a packet-switched core if
+        given (`hops=N,mean=DURATION`). Loops that are up already are kept as they are."""
         specs = [loop_spec(self.topology, miles) for miles in loops_miles]
         if rate_bps is not None:
             specs = [replace(s, rate_bps=rate_bps) for s in specs]
+        if jitter is not None:
+            specs = [replace(s, jitter=jitter) for s in specs]
         netns.require_privileges()
+        self.sweep()
         made = []
         for spec in specs:
             existing = self._named(spec.name)
@@ -76,6 +116,8 @@ class Testbed:
         """Build the circuit `spec`: hosts, devices, addresses, the emulator, sysctls."""
         spec.check()
         netns.require_privileges()
+        self.sweep()
+        host.register(host.me(state.state_dir(), prefix(), self.persistent))
         with state.changing() as current:
             number = current.take_number()
             record = self._record(spec, owner, number)
@@ -84,8 +126,12 @@ class Testbed:
             record.pid = emulator.start(self._launch(record))
             current.circuits[number] = record
             try:
-                netns.configure_tun(record.src_ns, record.src_dev, record.src_addr)
-                netns.configure_tun(record.dst_ns, record.dst_dev, record.dst_addr)
+                for ns, dev, address in (
+                    (record.src_ns, record.src_dev, record.src_addr),
+                    (record.dst_ns, record.dst_dev, record.dst_addr),
+                ):
+                    netns.configure_tun(ns, dev, address)
+                _hand_over_steering(record)
                 self._size_buffers(current)
             except Exception:
                 self._remove(current, number)
@@ -125,9 +171,7 @@ class Testbed:
             if queue_bytes is not None:
                 fields["queue_bytes"] = queue_bytes
             if loss is not None:
-                fields["loss"] = (
-                    {"model": "random", "probability": loss} if loss > 0 else {"model": "none"}
-                )
+                fields["loss"] = {"random": loss}
             if fields:
                 emulator.request(Path(record.control), {"op": "set", **fields})
                 record.rate_bps = rate_bps if rate_bps is not None else record.rate_bps
@@ -138,13 +182,10 @@ class Testbed:
             return record
 
     def remove_circuit(self, number: int) -> None:
-        """Stop the circuit's emulator; with the last one gone, the host's sysctls are
-        restored (the namespaces stay until `down`)."""
+        """Stop the circuit's emulator (the namespaces stay until `down`)."""
         with state.changing() as current:
             self._get(current, number)
             self._remove(current, number)
-            if not current.circuits:
-                _restore_host_sysctls(current)
 
     def attach_cross_host(self, number: int) -> CrossRecord:
         """Join the cross-traffic host to circuit `number`'s source host, and route its
@@ -188,6 +229,7 @@ class Testbed:
         return found
 
     def status(self) -> list[CircuitStatus]:
+        self.sweep()
         statuses = []
         for record in self.circuits():
             alive = emulator.alive(record.pid, Path(record.control))
@@ -219,10 +261,18 @@ class Testbed:
     # -- taking down -------------------------------------------------------------------
 
     def down(self, everything: bool = False) -> Teardown:
-        """Stop every recorded emulator, remove every recorded namespace and restore the
-        host's sysctls. With `everything`, also whatever carries the testbed's names but
-        was never recorded (after a crash lost the record): emulators whose namespaces
-        start with `lh-`, and every `lh-` namespace."""
+        """Stop every recorded emulator, remove every recorded namespace and, with the last
+        testbed on the host gone, restore the host's sysctls. With `everything`, also
+        whatever carries this testbed's prefix but was never recorded (after a crash lost
+        the record, or a damaged one): emulators whose namespaces start with it, and every
+        namespace that does."""
+        netns.require_privileges()
+        self.sweep()
+        if everything:
+            try:
+                state.read()
+            except state.DamagedStateError:
+                state.set_aside()
         with state.changing() as current:
             stopped = 0
             for number in sorted(current.circuits):
@@ -231,15 +281,49 @@ class Testbed:
                     stopped += 1
                 self._remove(current, number)
             if everything:
-                stopped += _stop_stray_emulators()
+                stopped += _stop_stray_emulators(prefix())
             names = sorted(set(current.namespaces) | (set(netns.ours()) if everything else set()))
             for name in names:
                 netns.remove(name)
-            restored = _restore_host_sysctls(current)
             current.namespaces = []
             current.cross = []
             current.next_number = 1
+        restored = host.release(state.state_dir())
         return Teardown(stopped, names, restored)
+
+    def sweep(self) -> Sweep:
+        """Remove what testbeds whose owners died left behind (namespaces, emulators, the
+        host's raised sysctls); once per `Testbed`, before its first change."""
+        if self.swept is not None:
+            return self.swept
+        found = Sweep()
+        live_prefixes = {h.prefix for h in host.read().testbeds.values() if host.alive(h)}
+        for holder in host.stale():
+            directory = Path(holder.state_dir)
+            found.testbeds.append(str(directory))
+            names: set[str] = set()
+            try:
+                old = state.read(directory)
+            except state.DamagedStateError:
+                state.set_aside(directory)
+                old = state.State()
+            for record in old.circuits.values():
+                if emulator.alive(record.pid, Path(record.control)):
+                    emulator.stop(record.pid, Path(record.control))
+                    found.emulators += 1
+            names.update(old.namespaces)
+            if holder.prefix not in live_prefixes:
+                found.emulators += _stop_stray_emulators(holder.prefix)
+                names.update(netns.ours(holder.prefix))
+            for name in sorted(names):
+                if netns.exists(name):
+                    netns.remove(name)
+                    found.namespaces.append(name)
+            if (directory / "testbed.json").exists():
+                (directory / "testbed.json").unlink()
+            found.restored_sysctls.update(host.release(directory))
+        self.swept = found
+        return found
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -268,10 +352,11 @@ class Testbed:
             log=str(directory / f"circuit-{number}.log"),
             length_miles=spec.length_miles,
             links=list(spec.links),
+            layer=spec.layer,
+            jitter=spec.jitter,
         )
 
-    @staticmethod
-    def _launch(record: CircuitRecord) -> emulator.Launch:
+    def _launch(self, record: CircuitRecord) -> emulator.Launch:
         return emulator.Launch(
             a_netns=record.src_ns,
             a_dev=record.src_dev,
@@ -283,6 +368,9 @@ class Testbed:
             log=Path(record.log),
             queue_bytes=record.queue_bytes,
             loss=record.loss,
+            layer=record.layer,
+            jitter=record.jitter,
+            parent_pid=None if self.persistent else os.getpid(),
         )
 
     @staticmethod
@@ -295,9 +383,13 @@ class Testbed:
 
     @staticmethod
     def _ensure_namespace(current: State, name: str) -> None:
+        """The host namespace `name`: the one this testbed made, or a new one (one of the
+        same name that it did not make is a leftover, and is replaced)."""
+        if name in current.namespaces and netns.exists(name):
+            return
         if name not in current.namespaces:
             current.namespaces.append(name)  # recorded first: a failure is still undone
-        netns.ensure(name)
+        netns.create(name)
 
     def _remove(self, current: State, number: int) -> None:
         record = current.circuits.pop(number)
@@ -318,40 +410,46 @@ class Testbed:
         for name in current.namespaces:
             if netns.exists(name):
                 netns.set_sysctls(name, wanted.namespace)
-        _raise_host_sysctls(current, wanted.host)
+        host.raise_sysctls(wanted.host)
 
 
 def _memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _raise_host_sysctls(current: State, minimums: dict[tuple[str, int], int]) -> None:
-    """Raise host-wide sysctls to at least `minimums` (by key and position in the key's
-    list of values), saving each one's value the first time it is changed."""
-    for (key, position), minimum in minimums.items():
-        values = netns.read_sysctl(key).split()
-        if int(values[position]) >= minimum:
-            continue
-        current.saved_host_sysctls.setdefault(key, " ".join(values))
-        values[position] = str(minimum)
-        # Lists such as tcp_mem (min, pressure, max) must not decrease.
-        numbers = [int(v) for v in values]
-        for i in range(1, len(numbers)):
-            numbers[i] = max(numbers[i], numbers[i - 1])
-        netns.write_sysctl(key, " ".join(str(n) for n in numbers))
+def hosts_cpus() -> list[int]:
+    """The CPUs the hosts' kernel work is steered to: all but the last, where the
+    emulators run (`longhaul-wan run --cpu auto`); none on a one-CPU machine."""
+    count = os.cpu_count() or 1
+    return list(range(count - 1))
 
 
-def _restore_host_sysctls(current: State) -> dict[str, str]:
-    restored = dict(current.saved_host_sysctls)
-    for key, value in restored.items():
-        netns.write_sysctl(key, value)
-    current.saved_host_sysctls = {}
-    return restored
+def _hand_over_steering(record: CircuitRecord) -> None:
+    """Give the emulator the receive-steering controls of its two devices: it steers the
+    hosts' kernel work to `hosts_cpus()` while its link is busy (`longhaul-wan`'s
+    `steer.rs` says why only then). Nothing where there is one CPU or no such control."""
+    cpus = hosts_cpus()
+    if not cpus:
+        return
+    mask = f"{sum(1 << cpu for cpu in cpus):x}"
+    fds = [
+        netns.rps_control(ns, dev)
+        for ns, dev in ((record.src_ns, record.src_dev), (record.dst_ns, record.dst_dev))
+    ]
+    try:
+        opened = [fd for fd in fds if fd is not None]
+        if opened:
+            request = {"op": "steer", "pid": os.getpid(), "fds": [[fd, mask] for fd in opened]}
+            emulator.request(Path(record.control), request)
+    finally:
+        for fd in fds:
+            if fd is not None:
+                os.close(fd)
 
 
-def _stop_stray_emulators() -> int:
-    """Stop every `longhaul-wan run` whose namespaces are the testbed's (`lh-`): emulators
-    a crash left without a record. Found by their command line, stopped by PID."""
+def _stop_stray_emulators(of: str) -> int:
+    """Stop every `longhaul-wan run` whose namespaces start with `of`: emulators a crash
+    left without a record. Found by their command line, stopped by PID."""
     stopped = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -365,7 +463,7 @@ def _stop_stray_emulators() -> int:
         namespaces = [
             argv[i + 1] for i, a in enumerate(argv[:-1]) if a in (b"--a-netns", b"--b-netns")
         ]
-        ours = prefix().encode()
+        ours = of.encode()
         if namespaces and all(n.startswith(ours) for n in namespaces):
             try:
                 os.kill(int(entry.name), signal.SIGTERM)
@@ -375,4 +473,4 @@ def _stop_stray_emulators() -> int:
     return stopped
 
 
-__all__ = ["CIRCUITS_NET", "CROSS_NET", "CircuitStatus", "Teardown", "Testbed"]
+__all__ = ["CIRCUITS_NET", "CROSS_NET", "CircuitStatus", "Sweep", "Teardown", "Testbed"]

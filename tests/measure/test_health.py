@@ -1,0 +1,51 @@
+"""The verdict on a run from the emulator's record of it."""
+
+from __future__ import annotations
+
+from longhaul.measure import health
+
+
+def record(**directions):
+    quiet = {"late_held_ns": 0, "lateness_max_ns": 0, "max_1ms_rate_ratio": 0.99}
+    return {
+        "a_to_b": {**quiet, **directions.get("a_to_b", {})},
+        "b_to_a": {**quiet, **directions.get("b_to_a", {})},
+        "tun_tx_dropped": directions.get("tun_tx_dropped", 0),
+        "arena_full_frames": directions.get("arena_full_frames", 0),
+    }
+
+
+def test_a_clean_run_is_not_degraded():
+    judged = health.verdict(record(), "tcp_throughput", 10.0)
+    assert judged == health.Verdict(False, ())
+
+
+def test_line_time_lost_beyond_one_percent_degrades_a_throughput():
+    # 0.09 s of 10 s is below 1 %; 0.2 s is not.
+    assert not health.verdict(
+        record(a_to_b={"late_held_ns": 90_000_000}), "tcp_throughput", 10
+    ).degraded
+    judged = health.verdict(record(a_to_b={"late_held_ns": 200_000_000}), "tcp_throughput", 10)
+    assert judged.degraded and "2.0% of the run" in judged.reasons[0]
+
+
+def test_one_late_reply_degrades_a_round_trip_run_but_not_a_throughput():
+    late = record(b_to_a={"lateness_max_ns": 3_000_000})
+    assert health.verdict(late, "rtt", 1.0).degraded
+    assert health.verdict(late, "echo_jitter", 1.0).degraded
+    assert not health.verdict(late, "tcp_throughput", 10.0).degraded
+
+
+def test_drops_outside_the_link_and_bursts_degrade_any_run():
+    for bad, says in (
+        (record(tun_tx_dropped=3), "TUN"),
+        (record(arena_full_frames=1), "memory"),
+        (record(a_to_b={"max_1ms_rate_ratio": 1.3}), "times the rate"),
+    ):
+        judged = health.verdict(bad, "rtt", 1.0)
+        assert judged.degraded and says in judged.reasons[0], judged
+
+
+def test_the_summary_keeps_what_a_row_needs():
+    kept = health.summary({**record(), "cpu_cores": 0.4, "rss_bytes": 10})
+    assert kept["a_to_b"]["late_held_ns"] == 0 and kept["cpu_cores"] == 0.4
