@@ -70,7 +70,10 @@ def test_a_campaign_runs_stores_and_resumes_after_a_crash(testbed, tmp_path):
     by_test = {(r.test, r.streams, r.cross_traffic_gbps): r for r in rows}
     tcp = by_test[("tcp_throughput", 1, 0.0)]
     assert tcp.source.value == "emulated" and tcp.connection == "loop 1,400 mi"
-    assert 5 < tcp.throughput_gbps <= 9.3 and tcp.rtt_ms > 26
+    # Two seconds of cubic on a line paced strictly at 9.29 Gb/s: HyStart's ACK-train
+    # test ends slow start at about half the bandwidth-delay product (its pacing makes
+    # the acknowledgements come back evenly), and congestion avoidance is slow to regrow.
+    assert 2 < tcp.throughput_gbps <= 9.3 and tcp.rtt_ms > 26
     crossed = by_test[("tcp_throughput", 2, 1.0)]
     # On two busy cores the generator can lose a few per cent of its schedule (it catches
     # up at most 1 ms at once); what must hold is that the traffic crossed the circuit,

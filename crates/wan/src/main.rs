@@ -163,8 +163,11 @@ struct RunArgs {
     #[arg(long, value_parser = parse_duration_ns, default_value = "100us")]
     linger: u64,
     /// Keep the machine's CPUs from halting while the emulator runs (a spinning thread per
-    /// CPU at the lowest priority): a halted CPU of a virtual machine wakes 50-150 us late.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// CPU at the lowest priority): a halted CPU of a virtual machine wakes 50-150 us late,
+    /// which an idle round trip pays. Off by default: it burns the host's CPU all the time,
+    /// and on a two-core virtual machine a paced UDP sender beside it fell 5-10 % short of
+    /// its rate (the host took the spinning CPUs for busy ones).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     keep_awake: bool,
     /// The CPU to run the emulator on: a number, `auto` (the last CPU, when there is more
     /// than one: the testbed steers the hosts' kernel work to the others), or `any`.
