@@ -1,6 +1,7 @@
 """The strict rate seen from outside: tcpdump on the receiving TUN device while the
 emulator is stopped for 20 ms mid-flow (SIGSTOP, SIGCONT). No 1 ms window may carry more
-than the rate allows plus one frame. Real namespaces, iperf3 and tcpdump; bounded."""
+than the rate allows, plus one frame and the receiver's stamping jitter. Real namespaces,
+iperf3 and tcpdump; bounded."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from longhaul.testbed import netns as netns_module
 
 RATE_BPS = 1_000_000_000
 WINDOW_S = 1e-3
+STAMP_JITTER_S = 100e-6
 
 
 def packets(pcap: Path) -> list[tuple[float, int]]:
@@ -84,7 +86,10 @@ def test_a_stopped_emulator_delivers_no_burst(testbed, tmp_path):
     largest = max(length for _, length in found)
     # The link may run 5 us ahead of strict spacing after a late release (its pacing
     # tolerance): 625 bytes at 1 Gb/s. The rate counts framing too, so IP bytes are less.
-    allowed = RATE_BPS / 8 * (WINDOW_S + 5e-6) + largest
+    # tcpdump's stamp is taken when the receiving softirq runs, not when the emulator wrote
+    # the frame, so a few frames delayed behind a busy CPU land in the same window: allow
+    # STAMP_JITTER_S of that. A burst of the backlog a 20 ms stop builds would be 2.5 MB.
+    allowed = RATE_BPS / 8 * (WINDOW_S + 5e-6 + STAMP_JITTER_S) + largest
     busiest = busiest_window_bytes(found)
     assert busiest <= allowed, f"{busiest} bytes in 1 ms; the rate allows {allowed:.0f}"
     # The emulator saw the stop, and held the line for it.

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from longhaul.analysis import quality
 from longhaul.cli.campaign import DbOption, _store
 from longhaul.cli.common import console, fail, note, print_json
 from longhaul.testbed.plan import miles_label
@@ -200,6 +199,8 @@ def _frame(campaign: str, db: str | None) -> Any:
     frame = _store(db).frame(campaign)
     if frame.empty:
         fail(f"campaign {campaign!r} has no results: `longhaul results list` shows those stored")
+    from longhaul.analysis import quality  # pandas costs the CLI half a second to import
+
     split = quality.usable(frame)
     if split.note():
         note(split.note() or "")

@@ -17,7 +17,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from longhaul.bench import api as api_bench
 from longhaul.bench import paths as paths_bench
 from longhaul.bench import wan as wan_bench
 from longhaul.cli.common import console, err_console, fail, print_json
@@ -93,6 +92,8 @@ def api(
 ) -> None:
     """Reservations per second and latency of the service under load, then a brute-force
     check that no link was overbooked."""
+    from longhaul.bench import api as api_bench  # the control plane is slow to import
+
     plan = api_bench.Plan(
         db=db, clients=clients, workers=workers, rate_per_s=rate, duration_s=duration, seed=seed
     )
