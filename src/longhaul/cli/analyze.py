@@ -199,7 +199,8 @@ def _frame(campaign: str, db: str | None) -> Any:
     frame = _store(db).frame(campaign)
     if frame.empty:
         fail(f"campaign {campaign!r} has no results: `longhaul results list` shows those stored")
-    from longhaul.analysis import quality  # pandas costs the CLI half a second to import
+    # pandas costs every command half a second to import.
+    from longhaul.analysis import quality  # noqa: PLC0415
 
     split = quality.usable(frame)
     if split.note():
