@@ -30,7 +30,8 @@ use crate::arena::{Arena, FrameRef};
 use crate::control::{self, Then};
 use crate::health::{self, HealthLog};
 use crate::packet::{self, VNET_HDR_LEN};
-use crate::steer::Steering;
+use crate::steer::{Activity, Steering};
+use crate::wake::Spinners;
 use crate::wake::WakeMargins;
 
 /// The largest frame a TUN device hands over: the virtio header and a 64 KB packet.
@@ -152,6 +153,9 @@ pub struct Core {
     last_write_ns: u64,
     /// Where the hosts' receive work goes while the link is busy (set by `steer`).
     pub steering: Option<Steering>,
+    /// Spinners that keep the CPUs awake while the line is quiet (`KeepAwake::Quiet`).
+    pub spinners: Option<Spinners>,
+    activity: Activity,
 }
 
 /// How much of the recent time the engine slept.
@@ -215,6 +219,8 @@ impl Core {
             last_step: Step::Other,
             last_write_ns: 0,
             steering: None,
+            spinners: None,
+            activity: Activity::default(),
         })
     }
 
@@ -305,8 +311,16 @@ impl Core {
             now = device.now_ns();
             released += 1;
         }
-        if let Some(steering) = &mut self.steering {
-            steering.released(now, released);
+        let busy = self.activity.released(now, released);
+        if let Some(steering) = &mut self.steering
+            && steering.is_on() != busy
+        {
+            let _ = steering.set(busy);
+        }
+        if let Some(spinners) = &self.spinners
+            && spinners.is_spinning() == busy
+        {
+            spinners.set(!busy);
         }
     }
 
@@ -391,8 +405,9 @@ impl Core {
             match read {
                 Ok(Some(n)) if n > VNET_HDR_LEN => {
                     self.read_cost_ns[side] = smooth(self.read_cost_ns[side], took);
+                    // The frame was in the device before the read began: its arrival.
                     match offset {
-                        Some(offset) => self.offer(device, side, done, offset, n),
+                        Some(offset) => self.offer(device, side, now, offset, n),
                         None => self.counters.arena_full_frames += 1,
                     }
                 }
@@ -437,6 +452,7 @@ impl Core {
             "engine": self.counters,
             "memory": self.memory(),
             "steering": self.steering.as_ref().map(|s| json!({"on": s.is_on(), "switches": s.switches})),
+            "keeping_awake": self.spinners.as_ref().map(Spinners::is_spinning),
         })
     }
 

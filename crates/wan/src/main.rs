@@ -23,7 +23,7 @@ use longhaul_wan::echo::{self, Mode, Probe, ProbeOptions, ServeOptions, Server};
 use longhaul_wan::engine::{Core, Engine, hold_cpu_latency_qos, run_in_real_time};
 use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
 use longhaul_wan::tun::{Tun, TunDevice};
-use longhaul_wan::wake::WakeMargins;
+use longhaul_wan::wake::{KeepAwake, Spinners, WakeMargins};
 
 #[derive(Parser)]
 #[command(
@@ -162,13 +162,12 @@ struct RunArgs {
     /// trip.
     #[arg(long, value_parser = parse_duration_ns, default_value = "100us")]
     linger: u64,
-    /// Keep the machine's CPUs from halting while the emulator runs (a spinning thread per
-    /// CPU at the lowest priority): a halted CPU of a virtual machine wakes 50-150 us late,
-    /// which an idle round trip pays. Off by default: it burns the host's CPU all the time,
-    /// and on a two-core virtual machine a paced UDP sender beside it fell 5-10 % short of
-    /// its rate (the host took the spinning CPUs for busy ones).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
-    keep_awake: bool,
+    /// When to keep the machine's CPUs from halting (a spinning thread per CPU at the
+    /// lowest priority): a halted CPU of a virtual machine wakes 50-150 us late, which an
+    /// idle round trip pays. `quiet`: only while the line is quiet (a busy line keeps them
+    /// busy anyway, and there the spinners slowed a paced sender beside them by 5-10 %).
+    #[arg(long, value_enum, default_value_t = KeepAwake::Quiet)]
+    keep_awake: KeepAwake,
     /// The CPU to run the emulator on: a number, `auto` (the last CPU, when there is more
     /// than one: the testbed steers the hosts' kernel work to the others), or `any`.
     #[arg(long, default_value = "auto")]
@@ -408,9 +407,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     };
     let core = Core::new([config.a_to_b, config.b_to_a], args.seed, now_ns())
         .map_err(|e| (1, format!("cannot map the frame arenas: {e}")))?;
-    if args.keep_awake {
-        longhaul_wan::wake::keep_cpus_awake(&stop);
-    }
+    let spinners = (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true));
     let mut device = TunDevice::new([a, b], control, stop);
     if let Some(pid) = args.parent_pid {
         device
@@ -442,6 +439,10 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
         ));
     }
     pin_to_cpu(&args.cpu).map_err(|e| (2, format!("--cpu {}: {e}", args.cpu)))?;
+    let mut core = core;
+    if args.keep_awake == KeepAwake::Quiet {
+        core.spinners = spinners;
+    }
     let mut engine = Engine::new(device, core);
     engine.margins = WakeMargins::new(args.spin);
     engine.linger_ns = args.linger;

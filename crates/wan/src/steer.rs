@@ -17,18 +17,43 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 
-/// Steer once this many frames were released in a `WINDOW_NS`...
+/// The link is busy once this many frames were released in a `WINDOW_NS`...
 const ON_FRAMES: u64 = 200;
-/// ... and stop when fewer than this were, over a whole window.
+/// ... and quiet again when fewer than this were, over a whole window.
 const OFF_FRAMES: u64 = 20;
 const WINDOW_NS: u64 = 50_000_000;
+
+/// Whether frames come fast: what steering (on while busy) and keeping the CPUs awake
+/// (on while quiet) follow. Two thresholds, so that a rate between them changes nothing.
+#[derive(Debug, Default, Clone)]
+pub struct Activity {
+    busy: bool,
+    window_start_ns: u64,
+    frames: u64,
+}
+
+impl Activity {
+    /// `frames` were released by `now_ns`; whether the link is busy now.
+    pub fn released(&mut self, now_ns: u64, frames: u64) -> bool {
+        self.frames += frames;
+        if !self.busy && self.frames >= ON_FRAMES {
+            self.busy = true;
+        }
+        if now_ns >= self.window_start_ns + WINDOW_NS {
+            if self.busy && self.frames < OFF_FRAMES {
+                self.busy = false;
+            }
+            self.window_start_ns = now_ns;
+            self.frames = 0;
+        }
+        self.busy
+    }
+}
 
 /// The `rps_cpus` file of each device, and the CPUs to steer to.
 pub struct Steering {
     files: Vec<(File, String)>,
     on: bool,
-    window_start_ns: u64,
-    frames: u64,
     /// Times steering was turned on and off.
     pub switches: u64,
 }
@@ -70,15 +95,16 @@ impl Steering {
         let mut steering = Steering {
             files,
             on: true,
-            window_start_ns: 0,
-            frames: 0,
             switches: 0,
         };
         steering.set(false)?;
+        steering.switches = 0;
         Ok(steering)
     }
 
-    fn set(&mut self, on: bool) -> io::Result<()> {
+    /// Steer (`on`) or let each frame's receiving work run where it was written. A failed
+    /// write leaves steering as it was.
+    pub fn set(&mut self, on: bool) -> io::Result<()> {
         if on == self.on {
             return Ok(());
         }
@@ -93,22 +119,6 @@ impl Steering {
 
     pub fn is_on(&self) -> bool {
         self.on
-    }
-
-    /// `frames` were released by `now_ns`: steer if they come fast, stop if the link went
-    /// quiet. A failed write leaves steering as it was.
-    pub fn released(&mut self, now_ns: u64, frames: u64) {
-        self.frames += frames;
-        if !self.on && self.frames >= ON_FRAMES {
-            let _ = self.set(true);
-        }
-        if now_ns >= self.window_start_ns + WINDOW_NS {
-            if self.on && self.frames < OFF_FRAMES {
-                let _ = self.set(false);
-            }
-            self.window_start_ns = now_ns;
-            self.frames = 0;
-        }
     }
 }
 
@@ -126,7 +136,24 @@ mod tests {
     }
 
     #[test]
-    fn it_steers_while_frames_come_fast_and_stops_when_quiet() {
+    fn a_link_is_busy_while_frames_come_fast_and_quiet_after_a_quiet_window() {
+        let mut activity = Activity::default();
+        assert!(!activity.released(1_000, 199));
+        assert!(activity.released(2_000, 1), "200 frames in a window");
+        assert!(
+            activity.released(WINDOW_NS + 2_000, 1),
+            "the busy window ends"
+        );
+        assert!(activity.released(WINDOW_NS + 3_000, 20));
+        assert!(
+            activity.released(2 * WINDOW_NS + 3_000, 0),
+            "20 frames are not quiet"
+        );
+        assert!(!activity.released(3 * WINDOW_NS + 4_000, 19), "19 are");
+    }
+
+    #[test]
+    fn it_writes_the_mask_and_zero() {
         let dir = std::env::temp_dir().join(format!("longhaul-steer-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("rps_cpus");
@@ -140,14 +167,13 @@ mod tests {
         let pid = std::process::id() as i32;
         let mut steering = Steering::take(pid, &[(ours.as_raw_fd(), "1".into())]).unwrap();
         assert_eq!(contents(&mut ours), "0\n", "quiet to begin with");
-        steering.released(1_000, 250);
+        steering.set(true).unwrap();
         assert!(steering.is_on());
         assert_eq!(contents(&mut ours), "1\n");
-        steering.released(WINDOW_NS + 2_000, 1); // a window with 251 frames ends
-        assert!(steering.is_on());
-        steering.released(2 * WINDOW_NS + 3_000, 1); // a quiet one
+        steering.set(false).unwrap();
         assert!(!steering.is_on());
         assert_eq!(contents(&mut ours), "0\n");
+        assert_eq!(steering.switches, 2);
         assert!(Steering::take(pid, &[(ours.as_raw_fd(), "zz".into())]).is_err());
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -8,42 +8,88 @@
 //! sleeps until a margin before the instant and polls the rest, the margin a high
 //! quantile of the overshoot it has seen for sleeps of about that length.
 
-/// Keep every CPU busy with a thread that spins at the lowest priority there is
-/// (`SCHED_IDLE`: it runs only when nothing else wants the CPU), until `stop` is set.
+/// When to keep the machine's CPUs from halting (a spinning thread per CPU at the lowest
+/// priority there is, `SCHED_IDLE`: it runs only when nothing else wants the CPU).
 ///
 /// A virtual machine's idle CPU halts, and waking it (for a frame arriving at a TUN
-/// device, or for the emulator's own timer) takes the host 50-150 us. With the CPUs kept
-/// busy, idle pings through 0.28-163 ms loops measured 0.05-0.1 ms closer to the
-/// configured round trip. It costs the host the CPU time the machine would otherwise leave
-/// idle, and a paced sender beside it lost 5-10 % of its rate: not the default.
-pub fn keep_cpus_awake(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    // SAFETY: sysconf reads a constant.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    for cpu in 0..online {
-        let stop = std::sync::Arc::clone(stop);
-        std::thread::Builder::new()
-            .name(format!("awake-{cpu}"))
-            .spawn(move || {
-                // SAFETY: cpu_set_t is plain old data; CPU_SET writes within it; the
-                // calls read the structs given, for the calling thread.
-                unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(cpu, &mut set);
-                    libc::sched_setaffinity(
-                        0,
-                        std::mem::size_of::<libc::cpu_set_t>(),
-                        &raw const set,
-                    );
-                    let param = libc::sched_param { sched_priority: 0 };
-                    libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param);
-                }
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    for _ in 0..1_000 {
-                        std::hint::spin_loop();
+/// device, or for the emulator's own timer) takes the host 50-150 us, which an idle round
+/// trip pays: kept awake, idle pings through 0.28-163 ms loops measured 0.05-0.15 ms
+/// closer to the configured round trip and spread a third to a tenth as much. A busy line
+/// keeps the CPUs busy anyway, and there the spinners cost: a paced UDP sender beside
+/// them fell 5-10 % short of its rate (the host took the spinning CPUs for busy ones).
+/// Hence `Quiet`, the default: awake only while the line is quiet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeepAwake {
+    Never,
+    Quiet,
+    Always,
+}
+
+/// The spinning threads, and whether they spin now.
+pub struct Spinners {
+    wanted: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::Thread>,
+}
+
+impl Spinners {
+    /// A spinner on every CPU, spinning while `set(true)` and until `stop` is set.
+    pub fn start(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>, spinning: bool) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let wanted = std::sync::Arc::new(AtomicBool::new(spinning));
+        // SAFETY: sysconf reads a constant.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+        let mut threads = Vec::new();
+        for cpu in 0..online {
+            let stop = std::sync::Arc::clone(stop);
+            let wanted = std::sync::Arc::clone(&wanted);
+            let spawned = std::thread::Builder::new()
+                .name(format!("awake-{cpu}"))
+                .spawn(move || {
+                    run_idle_on(cpu);
+                    while !stop.load(Ordering::Relaxed) {
+                        if wanted.load(Ordering::Relaxed) {
+                            for _ in 0..1_000 {
+                                std::hint::spin_loop();
+                            }
+                        } else {
+                            // Unparked by `set(true)`; the timeout only notices `stop`.
+                            std::thread::park_timeout(std::time::Duration::from_millis(200));
+                        }
                     }
-                }
-            })
-            .ok();
+                });
+            if let Ok(handle) = spawned {
+                threads.push(handle.thread().clone());
+            }
+        }
+        Self { wanted, threads }
+    }
+
+    pub fn set(&self, spinning: bool) {
+        let was = self
+            .wanted
+            .swap(spinning, std::sync::atomic::Ordering::Relaxed);
+        if spinning && !was {
+            for thread in &self.threads {
+                thread.unpark();
+            }
+        }
+    }
+
+    pub fn is_spinning(&self) -> bool {
+        self.wanted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Pin the calling thread to `cpu` at `SCHED_IDLE`; a failure leaves it where it was.
+fn run_idle_on(cpu: usize) {
+    // SAFETY: cpu_set_t is plain old data; CPU_SET writes within it; the calls read the
+    // structs given, for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set);
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param);
     }
 }
 

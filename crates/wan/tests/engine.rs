@@ -327,3 +327,21 @@ proptest! {
             "the emulator's own figure: {}", ab["max_1ms_rate_ratio"]);
     }
 }
+
+#[test]
+fn a_frame_is_delayed_from_when_it_was_in_the_device_not_from_when_its_read_ended() {
+    // An idle line, a read that takes 30 us: the frame leaves one delay after the read
+    // began, the read's own time not added to the round trip.
+    let mut device = FakeDevice::new(20 * MS);
+    device.read_cost_ns = 30_000;
+    device.oversleep_ns = vec![0];
+    device.inbox[0].push_back((MS, plain(100)));
+    let mut engine = engine(DirectionConfig::new(1_000_000_000, 10 * MS), device);
+    engine.run().unwrap();
+    let [(at, _)] = engine.device.outbox[1][..] else {
+        panic!("{:?}", engine.device.outbox[1]);
+    };
+    let serialization_ns = 100 * 8;
+    let after = at - MS - 10 * MS - serialization_ns;
+    assert!(after < 2_000, "released {after} ns after the delay");
+}
