@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pwlf
 import pytest
+import ruptures as rpt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from longhaul.analysis.segmented import (
     fit_anchored,
     fit_line,
     fit_segmented,
+    practical_vc_bound,
     vc_bound,
     vc_dimension,
     vc_epsilon,
@@ -196,9 +198,7 @@ TRUE_FUNCTIONS = {
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("shape", TRUE_FUNCTIONS)
 def test_vc_choice_recovers_true_segments(shape: str, seed: int) -> None:
-    # With B the squared range, the bound charges each extra anchor heavily; a few
-    # hundred measurements per length let a real kink pay for itself. (Checked on 100
-    # seeds: all recover the truth, the runner-up bound at least 0.5 above.)
+    # USN's seven lengths, 500 measurements at each: the truth, every time.
     true_k, knots, knot_values = TRUE_FUNCTIONS[shape]
     rng = np.random.default_rng(seed)
     lengths = np.repeat(LENGTHS_MILES, 500)
@@ -208,14 +208,113 @@ def test_vc_choice_recovers_true_segments(shape: str, seed: int) -> None:
     assert regression.anchors_miles == knots[1:-1]
 
 
-def test_few_measurements_prefer_the_line() -> None:
-    # The same zigzag with 10 measurements a length: the bound cannot tell a kink from
-    # noise yet, and says so by choosing the simplest model.
-    _, knots, knot_values = TRUE_FUNCTIONS["zigzag"]
+def test_a_kink_ten_measurements_show_is_found() -> None:
+    # The zigzag with 10 measurements a length and noise 1.0: the squared-range bound
+    # chose the line here; the practical bound finds the two anchors.
+    true_k, knots, knot_values = TRUE_FUNCTIONS["zigzag"]
     rng = np.random.default_rng(0)
     lengths = np.repeat(LENGTHS_MILES, 10)
     values = np.interp(lengths, knots, knot_values) + rng.normal(0, 1.0, lengths.size)
+    regression = fit_segmented(lengths, values)
+    assert regression.k == true_k
+    assert regression.anchors_miles == knots[1:-1]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_noisy_line_stays_a_line(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    lengths = np.repeat(GRID_MILES, 3)
+    values = 9.4 - 6e-4 * lengths + rng.normal(0, 1.0, lengths.size)
     assert fit_segmented(lengths, values).k == LINE_K
+
+
+# (d) Two knots on a fine grid, moderate noise, a few hundred measurements: what
+# `analyze compare` must get right. The draws are fixed, so these are exact counts.
+
+GRID_MILES = np.linspace(0, 8600, 21)
+GRID_STEP_MILES = float(GRID_MILES[1])
+TWO_KNOTS = ((0.0, GRID_MILES[5], GRID_MILES[14], 8600.0), (9.4, 9.0, 3.0, 2.5))
+DRAWS = 100
+
+
+def two_knot_draw(seed: int, noise: float, per_length: int = 15) -> Arrays:
+    rng = np.random.default_rng(seed)
+    lengths = np.repeat(GRID_MILES, per_length)
+    values = np.interp(lengths, *TWO_KNOTS) + rng.normal(0, noise, lengths.size)
+    return lengths, values
+
+
+def on_the_knots(anchors: tuple[float, ...]) -> bool:
+    truth = TWO_KNOTS[0][1:-1]
+    return len(anchors) == len(truth) and all(
+        abs(a - t) <= GRID_STEP_MILES + 1e-6 for a, t in zip(anchors, truth, strict=True)
+    )
+
+
+@pytest.mark.parametrize("noise", [0.3, 0.5, 0.8])
+def test_two_knots_are_chosen_and_placed(noise: float) -> None:
+    found = sum(
+        on_the_knots(fit_segmented(*two_knot_draw(seed, noise)).anchors_miles)
+        for seed in range(DRAWS)
+    )
+    # 84-90 of 100 at these noises; the rest add a third anchor beside a knot.
+    assert found >= 80
+
+
+def test_the_squared_range_bound_chose_the_line_on_the_same_data() -> None:
+    # The defect the practical bound mends: B = (max − min)² makes B·ε dominate.
+    lengths, values = two_knot_draw(0, 0.5)
+    spread = float(values.max() - values.min())
+    assert fit_segmented(lengths, values, loss_bound=spread**2).k == LINE_K
+    assert fit_segmented(lengths, values).k == 2
+
+
+def cross_validated_k(lengths: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> int:
+    """k by 5-fold cross-validation over L_{−1} .. L_4 (the usual alternative)."""
+    rng = np.random.default_rng(1)
+    order = rng.permutation(lengths.size)
+    candidates = [LINE_K, *range(5)]
+    errors = np.zeros(len(candidates))
+    for fold in range(5):
+        held = order[fold::5]
+        kept = np.setdiff1d(order, held)
+        for i, k in enumerate(candidates):
+            fit = (
+                fit_line(lengths[kept], values[kept])
+                if k == LINE_K
+                else fit_anchored(lengths[kept], values[kept], k)
+            )
+            errors[i] += np.sum((fit.estimate(lengths[held]) - values[held]) ** 2)
+    return candidates[int(np.argmin(errors))]
+
+
+def test_the_bound_finds_the_truth_at_least_as_often_as_cross_validation() -> None:
+    draws = [two_knot_draw(seed, 0.5) for seed in range(40)]
+    by_bound = sum(fit_segmented(*draw).k == 2 for draw in draws)
+    by_cross_validation = sum(cross_validated_k(*draw) == 2 for draw in draws)
+    assert by_bound >= by_cross_validation
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_anchors_agree_with_ruptures_continuous_linear_change_points(seed: int) -> None:
+    # ruptures' dynamic programme over continuous piecewise-linear signals, on the
+    # per-length means (evenly spaced, so index is length): an independent search.
+    lengths, values = two_knot_draw(seed, 0.5)
+    means = np.array([values[lengths == d].mean() for d in GRID_MILES])
+    ends = rpt.Dynp(model="clinear", min_size=2, jump=1).fit(means).predict(n_bkps=2)
+    # ruptures ends a segment at index e (exclusive); the shared point is e - 1.
+    theirs = [float(GRID_MILES[e - 1]) for e in ends[:-1]]
+    ours = fit_anchored(lengths, values, 2).anchors_miles
+    assert all(abs(a - b) <= GRID_STEP_MILES + 1e-6 for a, b in zip(ours, theirs, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_anchors_agree_with_pwlf_free_breakpoints(seed: int) -> None:
+    lengths, values = two_knot_draw(seed, 0.5)
+    model = pwlf.PiecewiseLinFit(lengths, values, seed=seed)
+    breaks = model.fit(3)
+    ours = fit_anchored(lengths, values, 2).anchors_miles
+    assert all(abs(a - b) <= GRID_STEP_MILES for a, b in zip(ours, breaks[1:-1], strict=True))
 
 
 # The bound itself.
@@ -288,15 +387,25 @@ def test_candidates_bounds_and_choice() -> None:
 
 def test_no_bound_once_dimension_reaches_the_measurements() -> None:
     # Six measurements: L_2 has h = 6 = l, so it gets no bound and cannot be chosen.
-    regression = fit_segmented([0, 0, 1, 2, 3, 3], [0.0, 0.2, 1.0, 0.1, 1.0, 1.2])
+    regression = fit_segmented([0, 0, 1, 2, 3, 3], [0.0, 0.2, 1.0, 0.1, 1.0, 1.2], loss_bound=1.44)
     assert [fit.vc_dimension for fit in regression.fits] == [2, 2, 4, 6]
     assert regression.vc_bounds[-1] == math.inf
     assert all(math.isfinite(bound) for bound in regression.vc_bounds[:-1])
     assert regression.k != 2
 
 
-def test_default_loss_bound_is_squared_range() -> None:
-    assert fit_segmented([1, 2, 3], [4.0, 1.0, 2.5]).loss_bound == 9.0
+def test_practical_bound_matches_the_formula() -> None:
+    error, h, n = 0.7, 4, 50
+    p = h / n
+    expected = error / (1 - math.sqrt(p - p * math.log(p) + math.log(n) / (2 * n)))
+    assert practical_vc_bound(error, h, n) == pytest.approx(expected)
+    assert practical_vc_bound(error, 6, 6) == math.inf
+    assert practical_vc_bound(error, 30, 40) == math.inf  # the penalty reaches 1
+    assert practical_vc_bound(1.0, 2, 100) < practical_vc_bound(1.0, 4, 100)
+
+
+def test_without_a_loss_bound_none_is_recorded() -> None:
+    assert fit_segmented([1, 2, 3], [4.0, 1.0, 2.5]).loss_bound is None
 
 
 def test_all_bounds_infinite_falls_back_to_the_line() -> None:
@@ -307,7 +416,6 @@ def test_all_bounds_infinite_falls_back_to_the_line() -> None:
 
 def test_constant_measurements_fit_exactly() -> None:
     regression = fit_segmented([1, 2, 2, 3, 4] * 3, [7.0] * 15)
-    assert regression.loss_bound == 0
     assert all(fit.mean_squared_error == pytest.approx(0) for fit in regression.fits)
     assert regression.estimate(2.5) == pytest.approx(7.0)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from longhaul.db import Database, migrate
@@ -84,7 +85,50 @@ def test_profile_prints_mean_and_dpm_per_length(cli, campaign_db):
 def test_compare_finds_the_better_connection(cli, campaign_db):
     result = cli("analyze", "compare", "study", "cubic", "reno", "--db", str(campaign_db))
     assert result.returncode == 0, result.stderr
-    assert "cubic better" in result.stdout
+    assert "cubic beats reno by" in result.stdout and "95 % interval" in result.stdout
+    assert "cubic: the least-squares line" in result.stdout and "bounds:" in result.stdout
+
+
+@pytest.fixture
+def two_knot_db(tmp_path):
+    """htcp falls with two knees over 21 lengths (15 runs each, noise 0.5 Gb/s); bic
+    falls in a straight line."""
+    path = tmp_path / "knots.db"
+    db = Database(f"sqlite:///{path}")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    cid = store.open_campaign("knots")
+    rng = np.random.default_rng(3)
+    grid = np.linspace(0, 8600, 21)
+    shapes = {
+        "htcp": ((0.0, grid[5], grid[14], 8600.0), (9.4, 9.0, 3.0, 2.5)),
+        "bic": ((0.0, 8600.0), (9.0, 1.5)),
+    }
+    runs = []
+    for cc, (knots, values) in shapes.items():
+        for miles in grid:
+            for rep in range(15):
+                row = _row(cc, float(miles), 5, rep)
+                row.throughput_gbps = float(np.interp(miles, knots, values) + rng.normal(0, 0.5))
+                runs.append((f"{cc}-{miles}-{rep}", row))
+    store.add_many(cid, runs)
+    db.dispose()
+    return path, float(grid[1]), (float(grid[5]), float(grid[14]))
+
+
+def test_compare_chooses_two_knots_and_places_them(cli, two_knot_db):
+    path, step_miles, knots_miles = two_knot_db
+    result = cli("analyze", "compare", "knots", "htcp", "bic", "--db", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    htcp = found["fits"]["htcp"]
+    assert htcp["k"] == 2
+    assert all(
+        abs(a - b) <= step_miles for a, b in zip(htcp["anchors_miles"], knots_miles, strict=True)
+    )
+    assert found["fits"]["bic"]["k"] == -1
+    low, high = found["mean_difference_interval_gbps"]
+    assert low <= found["mean_difference_gbps"] <= high
 
 
 def test_unknown_campaign_is_a_clear_error(cli, campaign_db):

@@ -3,6 +3,7 @@ tables."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Annotated, Any
 
@@ -148,9 +149,9 @@ def compare(
             known = ", ".join(sorted(tcp["cc"].dropna().unique())) or "none"
             fail(f"no {cc} runs with {low}..{high} streams in {campaign!r} (there: {known})")
         tables.append(rows.loc[:, ["length_miles", "throughput_gbps"]])
-    result = normalize.compare_tables(
-        tables[0], tables[1], "throughput_gbps", labels=(first, second), grid_points=11
-    )
+    fits = [normalize.fit_table(table, "throughput_gbps") for table in tables]
+    result = normalize.compare_fits(fits[0], fits[1], labels=(first, second), grid_points=11)
+    interval = normalize.bootstrap_mean_difference(tables[0], tables[1], "throughput_gbps")
     regions = [
         {
             "start_miles": region.start_miles,
@@ -163,8 +164,13 @@ def compare(
     summary: dict[str, Any] = {
         "campaign": campaign,
         "streams": [low, high],
+        "fits": {
+            label: _fit_summary(fit) for label, fit in zip((first, second), fits, strict=True)
+        },
         "span_miles": list(result.span_miles),
         "mean_difference_gbps": result.mean_difference,
+        "mean_difference_interval_gbps": list(interval),
+        "interval_level": 0.95,
         "better_on_average": result.better_on_average,
         "regions": regions,
         "grid": result.to_frame().to_dict("records"),
@@ -172,6 +178,8 @@ def compare(
     if as_json:
         print_json(summary)
         return
+    for label, fit in summary["fits"].items():
+        _print_fit(label, fit)
     table = Table(title=f"{first} against {second}, n = {low}..{high}", title_justify="left")
     for column in ("miles", f"{first} (Gb/s)", f"{second} (Gb/s)", "difference"):
         table.add_column(column, justify="right")
@@ -189,10 +197,65 @@ def compare(
             f"{region['better']} better by {region['mean_advantage_gbps']:.2f} Gb/s on average"
         )
     console.print(
-        f"Over {result.span_miles[0]:,.0f}-{result.span_miles[1]:,.0f} miles: "
-        f"{result.better_on_average} better on average "
-        f"({first} − {second} = {result.mean_difference:+.2f} Gb/s)."
+        _verdict(first, second, result.span_miles, result.mean_difference, interval),
+        soft_wrap=True,
     )
+
+
+def _fit_summary(regression: Any) -> dict[str, Any]:
+    """What a reader needs to judge a fit: k, its anchors and segments, and the bounds."""
+    chosen = regression.chosen
+    return {
+        "k": regression.k,
+        "anchors_miles": list(regression.anchors_miles),
+        "knots_miles": list(chosen.knots_miles),
+        "knot_values_gbps": list(chosen.knot_values),
+        "bound": "practical VC (Cherkassky et al. 1999)"
+        if regression.loss_bound is None
+        else f"bounded-loss VC, B = {regression.loss_bound:g}",
+        "candidates": [
+            {"k": fit.k, "mean_squared_error": fit.mean_squared_error, "vc_bound": _finite(bound)}
+            for fit, bound in zip(regression.fits, regression.vc_bounds, strict=True)
+        ][:6],
+        "measurements": regression.n_measurements,
+    }
+
+
+def _print_fit(label: str, fit: dict[str, Any]) -> None:
+    name = "the least-squares line" if fit["k"] == -1 else f"k = {fit['k']}"
+    anchors = ", ".join(f"{miles_label(a)} mi" for a in fit["anchors_miles"]) or "none"
+    console.print(
+        f"{label}: {name} (interior anchors: {anchors}), chosen by the {fit['bound']} "
+        f"over {fit['measurements']} measurements",
+        soft_wrap=True,
+    )
+    knots = list(zip(fit["knots_miles"], fit["knot_values_gbps"], strict=True))
+    for (x0, y0), (x1, y1) in itertools.pairwise(knots):
+        console.print(f"  {miles_label(x0)}-{miles_label(x1)} mi: {y0:.2f} → {y1:.2f} Gb/s")
+    bounds = ", ".join(
+        f"k={c['k']}: {c['vc_bound']:.4g}" if c["vc_bound"] is not None else f"k={c['k']}: ∞"
+        for c in fit["candidates"]
+    )
+    console.print(f"  bounds: {bounds}", style="dim")
+
+
+def _verdict(
+    first: str,
+    second: str,
+    span: tuple[float, float],
+    difference: float,
+    interval: tuple[float, float],
+) -> str:
+    low, high = interval
+    where = f"Over {span[0]:,.0f}-{span[1]:,.0f} miles"
+    measured = (
+        f"{first} − {second} = {difference:+.2f} Gb/s, 95 % interval [{low:+.2f}, {high:+.2f}]"
+    )
+    if low > 0:
+        return f"{where}: {first} beats {second} by {difference:.2f} Gb/s on average ({measured})."
+    if high < 0:
+        return f"{where}: {second} beats {first} by {-difference:.2f} Gb/s on average ({measured})."
+    return f"{where}: neither is better beyond chance ({measured})."
 
 
 def _frame(campaign: str, db: str | None) -> Any:
