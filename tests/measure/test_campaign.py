@@ -99,6 +99,33 @@ def test_the_estimate_grows_with_length_and_streams():
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "rtt"\nsamples = [2, 3]',
             "tests[0].samples: one value, not a list",
         ),
+        ('name = "x"\nconnections = "loop"\n[[tests]]\ntest = "rtt"', "connections: a table"),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\nloop_miles=[2]\n[[tests]]\ntest = "rtt"',
+            "connections.loop_miles: not a connections setting",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[nan]\n[[tests]]\ntest = "rtt"',
+            "connections.loops_miles: nan is not a length",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[-5]\n[[tests]]\ntest = "rtt"',
+            "connections.loops_miles: -5.0 is not a length",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400, 1400]\n[[tests]]\ntest = "rtt"',
+            "connections.loops_miles: 1400.0 is listed twice",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
+            "streams = [1, 1]",
+            "tests[0].streams: 1 is listed twice",
+        ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "rtt"\n'
+            "loops_miles = [inf]",
+            "tests[0].loops_miles: inf is not a length",
+        ),
         ("name = 1", "name: give the campaign a name"),
         ("name = [", "not TOML"),
     ],

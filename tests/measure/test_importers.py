@@ -1,6 +1,8 @@
-"""Measurements users already have: iperf3 JSON and pScheduler throughput results."""
+"""Measurements users already have: iperf3 JSON (recorded runs under fixtures/) and
+pScheduler throughput results (hand-written: no perfSONAR node runs here)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +66,77 @@ def test_files_of_neither_kind_are_refused(tmp_path):
     assert key.startswith("import|") and row.raw_ref == str(good)
     with pytest.raises(InputError, match="neither iperf3 JSON nor a pScheduler result"):
         read_files([bad], "c", "x", 1.0)
+
+
+RECORDED = Path(__file__).parent / "fixtures" / "iperf3"
+
+
+def test_a_recorded_tcp_run_with_two_streams():
+    row = from_text((RECORDED / "tcp-2-streams.json").read_text(), "c", "lo", 0.2)
+    assert row.test == "tcp_throughput" and row.cc == "cubic" and row.streams == 2
+    assert row.throughput_gbps > 0 and row.meta is not None
+    assert row.meta["tool_version"] == "iperf 3.12" and "Linux" in row.meta["system_info"]
+
+
+def test_a_recorded_udp_run_is_a_udp_row_with_its_loss_and_jitter():
+    row = from_text((RECORDED / "udp-200m.json").read_text(), "c", "lo", 0.2)
+    assert row.test == "udp_throughput" and row.cc is None and row.retransmits is None
+    assert row.throughput_gbps == pytest.approx(0.2, rel=0.01)
+    assert row.extra["lost"] == 0 and row.extra["packets"] == 1526
+    assert row.extra["jitter_ms"] == pytest.approx(0.00654, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "says"),
+    [
+        ("error-connection-refused.json", "iperf3: unable to connect to server"),
+        ("error-server-busy.json", "iperf3: the server is busy"),
+        ("truncated.json", "or one cut short"),
+    ],
+)
+def test_a_failed_or_cut_run_is_refused_with_iperf3s_message(fixture, says):
+    with pytest.raises(InputError, match=says):
+        from_text((RECORDED / fixture).read_text(), "c", "lo", 0.2)
+
+
+def test_an_import_names_every_bad_file_and_keeps_nothing():
+    files = [
+        RECORDED / "tcp-reno.json",
+        RECORDED / "error-server-busy.json",
+        RECORDED / "truncated.json",
+    ]
+    with pytest.raises(InputError) as caught:
+        read_files(files, "c", "lo", 0.2)
+    message = str(caught.value)
+    assert "error-server-busy.json: iperf3: the server is busy" in message
+    assert "truncated.json" in message and "tcp-reno.json" not in message
+    assert message.endswith("Nothing was imported")
+
+
+def test_repetitions_are_numbered_by_start_time_not_by_file_order(tmp_path):
+    early, late = dict(IPERF3), json.loads(json.dumps(IPERF3))
+    late["start"]["timestamp"]["timesecs"] = IPERF3["start"]["timestamp"]["timesecs"] + 60
+    (tmp_path / "a.json").write_text(json.dumps(late))
+    (tmp_path / "b.json").write_text(json.dumps(early))
+    rows = dict(read_files([tmp_path / "a.json", tmp_path / "b.json"], "c", "x", 1.0))
+    numbers = {Path(key.split("|")[1]).name: row.repetition for key, row in rows.items()}
+    assert numbers == {"a.json": 2, "b.json": 1}
+
+
+def test_a_pscheduler_import_takes_its_cc_from_the_user(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(PSCHEDULER_RUN))
+    assert [row.cc for _, row in read_files([path], "c", "x", 1.0, cc="htcp")] == ["htcp"]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"result": {"succeeded": True}},
+        {"result": {"succeeded": True, "summary": {"summary": {}}}},
+        {"result-merged": {"summary": "x"}},
+    ],
+)
+def test_a_malformed_pscheduler_result_is_refused_in_a_line(document):
+    with pytest.raises(InputError, match="pScheduler result without"):
+        from_text(json.dumps(document), "c", "x", None)

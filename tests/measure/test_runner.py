@@ -2,6 +2,7 @@
 holds its rate, each run stored as it ends, and a crash that loses only the run in flight."""
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -89,4 +90,40 @@ def test_a_campaign_runs_stores_and_resumes_after_a_crash(testbed, tmp_path):
     assert len(rtt.extra["rtt_samples_ms"]) == 5 and abs(rtt.rtt_ms - 26.7) < 0.5
     for r in rows:
         assert json.loads(Path(r.raw_ref).read_text()), "the tool's own output is kept"
+    db.dispose()
+
+
+PINGS = """
+name = "pings"
+[connections]
+loops_miles = [1400]
+[[tests]]
+test = "rtt"
+samples = 5
+interval_s = 0.02
+"""
+
+
+def test_a_run_whose_tool_fails_is_stored_as_failed_with_its_message(testbed, tmp_path):
+    # The sending host's device is down while ping runs: ping's own failure, stored.
+    db = Database(f"sqlite:///{tmp_path}/r.db")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    prepared = prepare(parse(PINGS), testbed)
+    [circuit] = prepared.circuits.values()
+
+    def take_the_device_down(what, _done, _total):
+        if what.startswith("rtt"):
+            link = ["ip", "-n", circuit.src_ns, "link", "set", circuit.src_dev, "down"]
+            subprocess.run(link, check=True, timeout=10)
+
+    runner = Runner(store, testbed, tmp_path / "raw", retries=0)
+    assert runner.run(prepared, progress=take_the_device_down) == 1
+    assert runner.failed == 1
+    [row] = store.rows("pings")
+    assert row.failed and "Network is unreachable" in (row.error or "")
+    assert row.rtt_ms is None and row.extra == {}
+    assert row.meta is not None and row.meta["tool"] == "ping" and row.meta["mtu_bytes"] > 0
+    assert row.meta["emulator"]["rate_bps"] == circuit.rate_bps and row.meta["kernel"]
+    assert store.done(store.open_campaign("pings")) == set(), "--resume runs it again"
     db.dispose()

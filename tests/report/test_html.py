@@ -90,3 +90,21 @@ def test_a_campaign_with_only_jitter_rows_still_reports(frame, tmp_path):
     only_echo = frame[frame["test"] == "echo_jitter"]
     html = write_report(only_echo, tmp_path, "study").read_text()
     assert "jitter-1400" in html and "distance-cubic" not in html
+
+
+def test_the_page_says_how_the_runs_were_made_and_why_some_are_missing(tmp_path):
+    made = {"host": "vm", "kernel": "6.1.0", "tool_version": "iperf 3.12", "mtu_bytes": 1500,
+            "emulator": {"version": "longhaul-wan 0.1.0", "layer": "oc192"}}  # fmt: skip
+    rows = [tcp(m, 1, r) for m in LENGTHS for r in (0, 1)]
+    for row in rows:
+        row.meta = made
+    rows[0].meta = {**made, "kernel": "6.12.0"}
+    failed = tcp(1400.2, 1, 2)
+    failed.throughput_gbps, failed.error = None, "iperf3: the server is busy"
+    single = tcp(8600.0, 2, 0)
+    frame = pd.DataFrame([r.as_dict() for r in [*rows, failed, single]], columns=list(COLUMNS))
+    html = write_report(frame, tmp_path, "study").read_text()
+    assert "How the runs were made" in html and "6.1.0; 6.12.0" in html
+    assert "iperf 3.12" in html and "oc192" in html
+    assert "failed: iperf3: the server is busy" in html
+    assert ">nan<" not in html

@@ -243,21 +243,53 @@ def import_(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="iperf3 JSON files (iperf3 -J) or perfSONAR/pScheduler throughput results.",
+            help="iperf3 JSON files (iperf3 -J, TCP or UDP) or perfSONAR/pScheduler "
+            "throughput results.",
             exists=True,
             dir_okay=False,
         ),
     ],
-    campaign: Annotated[str, typer.Option(help="The campaign to add them to.")],
+    campaign: Annotated[str, typer.Option(help="A new campaign to hold them.")],
     connection: Annotated[str, typer.Option(help="What was measured, for people.")] = "imported",
-    length_miles: Annotated[float | None, typer.Option(help="The connection's length.")] = None,
+    length_miles: Annotated[
+        float | None,
+        typer.Option(
+            help="The connection's length: without it the runs cannot enter the distance analysis.",
+            min=0,
+        ),
+    ] = None,
+    cc: Annotated[
+        str | None,
+        typer.Option(help="The congestion control, where the files do not say (pScheduler)."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Import measurements you already have (source: measured)."""
+    """Import measurements you already have (source: measured). All or nothing: a file
+    that holds a failed run, or is cut short, is named and nothing is stored."""
+    import math  # noqa: PLC0415
+
     from longhaul.measure import importers  # noqa: PLC0415
 
-    store = _store(db)
-    campaign_id = store.open_campaign(campaign, "imported", f"imported from {len(files)} file(s)")
-    rows = importers.read_files(files, campaign, connection, length_miles)
-    count = store.add_many(campaign_id, rows)
+    if length_miles is not None and not math.isfinite(length_miles):
+        fail("--length-miles: give a length in miles, e.g. 1400")
+    rows = importers.read_files(files, campaign, connection, length_miles, cc)
+    count = _store(db).import_rows(
+        campaign, "imported", f"imported from {len(files)} file(s)", rows
+    )
     console.print(f"{count} row(s) imported into {campaign!r}.")
+    if length_miles is None:
+        note("They have no length: give --length-miles to use them in `analyze profile`.")
+    if any(row.cc is None and row.test == "tcp_throughput" for _, row in rows):
+        note("Some have no congestion control: give --cc to name it (pScheduler omits it).")
+
+
+@results_app.command()
+def forget(
+    campaign: Annotated[str, typer.Argument(help="The campaign's name.")],
+    db: DbOption = None,
+) -> None:
+    """Remove a campaign and its rows from the store."""
+    store = _store(db)
+    store.spec(campaign)  # an unknown name is an error that lists the known ones
+    count = store.forget(campaign)
+    console.print(f"{campaign!r} forgotten: {count} row(s) removed.")

@@ -30,7 +30,9 @@ anything runs.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,16 +223,26 @@ def parse(text: str, source: str = "campaign") -> Campaign:
     if not isinstance(name, str) or not name.strip() or len(name) > 128:
         problems.append("name: give the campaign a name (1-128 characters)")
     connections = data.get("connections", {})
-    loops = _numbers(connections.get("loops_miles", []), "connections.loops_miles", problems)
+    if not isinstance(connections, dict):
+        problems.append("connections: a table, e.g. [connections] with loops_miles = [0.2, 1400]")
+        connections = {}
+    loops = _lengths(connections.get("loops_miles", []), "connections.loops_miles", problems)
     reservations = tuple(
         int(r)
         for r in _numbers(connections.get("reservations", []), "connections.reservations", problems)
     )
+    _no_repeats(reservations, "connections.reservations", problems)
     if not loops and not reservations:
         problems.append("connections: give loops_miles (e.g. [0.2, 1400]) or reservations")
     rate = connections.get("rate_gbps")
-    if rate is not None and not (isinstance(rate, int | float) and 0 < rate <= 100):
-        problems.append("connections.rate_gbps: a rate in Gb/s above 0")
+    if rate is not None and not (
+        isinstance(rate, int | float) and not isinstance(rate, bool) and 0 < rate <= 100
+    ):
+        problems.append("connections.rate_gbps: a rate in Gb/s above 0, at most 100")
+    problems += [
+        f"connections.{key}: not a connections setting; they are {', '.join(_CONNECTION_KEYS)}"
+        for key in sorted(set(connections) - set(_CONNECTION_KEYS))
+    ]
     raw_tests = data.get("tests", [])
     if not isinstance(raw_tests, list) or not raw_tests:
         problems.append("tests: give at least one [[tests]] table")
@@ -253,6 +265,29 @@ def parse(text: str, source: str = "campaign") -> Campaign:
         tests=tuple(tests),
         text=text,
     )
+
+
+_CONNECTION_KEYS = ("loops_miles", "reservations", "rate_gbps")
+
+
+def _lengths(value: Any, where: str, problems: list[str]) -> list[float]:
+    """Loop lengths: finite, not negative, each once."""
+    lengths = _numbers(value, where, problems)
+    bad = [v for v in lengths if not math.isfinite(v) or v < 0]
+    if bad:
+        problems.append(f"{where}: {bad[0]!r} is not a length; give miles, 0 or more")
+        return []
+    _no_repeats(lengths, where, problems)
+    return lengths
+
+
+def _no_repeats(values: Iterable[Any], where: str, problems: list[str]) -> None:
+    seen: set[Any] = set()
+    for value in values:
+        if value in seen:
+            problems.append(f"{where}: {value!r} is listed twice (each value runs once)")
+            return
+        seen.add(value)
 
 
 def _numbers(value: Any, where: str, problems: list[str]) -> list[float]:
@@ -283,7 +318,7 @@ def _test(index: int, raw: Any, where: str, problems: list[str]) -> TestSpec | N
     for param in kind.params:
         values[param.name] = _value(param, raw.get(param.name, param.default), where, problems)
     loops = raw.get("loops_miles")
-    only = None if loops is None else tuple(_numbers(loops, f"{where}.loops_miles", problems))
+    only = None if loops is None else tuple(_lengths(loops, f"{where}.loops_miles", problems))
     known = {p.name for p in kind.params} | {"test", "tool", "loops_miles"}
     for param in kind.params:
         if param.tools and tool not in param.tools and param.name in raw:
@@ -333,6 +368,7 @@ def _value(param: Param, value: Any, where: str, problems: list[str]) -> Any:
         if isinstance(value, list):
             problems.append(f"{place}: one value, not a list")
         return checked[0] if checked else value
+    _no_repeats(checked, place, problems)
     return checked
 
 

@@ -54,6 +54,18 @@ class Row:
     health: dict[str, Any] | None = None
     """For an emulated run, the emulator's record of it (`measure.health.summary`), with
     `reasons` when degraded and `attempts` when it had to be run again."""
+    meta: dict[str, Any] | None = None
+    """How the run was made, where known: host, kernel, CPU, tool and its version,
+    congestion control, MTU, socket-buffer sysctls, the emulator's configuration and
+    version (`measure.meta`); for imports, what the tool's output says."""
+    error: str | None = None
+    """Why the run failed, in the tool's words: a failed run is kept (so a campaign
+    says what went wrong, and `--resume` does not retry it silently) but carries no
+    measurement, and the analysis leaves it out."""
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

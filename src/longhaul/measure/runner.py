@@ -16,14 +16,14 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from longhaul.errors import InputError
 from longhaul.measure import campaign as campaigns
-from longhaul.measure import health
+from longhaul.measure import health, meta
 from longhaul.measure.campaign import Campaign, Connection, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
@@ -35,7 +35,9 @@ from longhaul.testbed.watch import Watch
 CROSS_HELD = 0.95
 """Cross-traffic that delivered less than this share of its rate did not hold."""
 RETRIES = 2
-"""How many times a degraded run is run again before it is stored as degraded."""
+"""How many times a degraded or failed run is run again before it is stored so."""
+TOOL_ERRORS = (iperf3.Iperf3Error, ping.PingError, echo.EchoError, udp.UdpError)
+"""What a tool raises when its run failed (the run is stored as failed)."""
 
 
 @dataclass(frozen=True)
@@ -127,12 +129,17 @@ class Runner:
     testbed: Testbed
     raw_dir: Path
     retries: int = RETRIES
+    failed: int = 0
+    """Runs stored as failed by the last `run`."""
+    _circuits_seen: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    """Each circuit's `meta.circuit`, read once per campaign."""
 
     def run(
         self, prepared: Prepared, resume: bool = False, progress: Progress | None = None
     ) -> int:
-        """Run what is not stored yet; how many runs ran."""
+        """Run what is not stored yet (failed runs count as not stored); how many ran."""
         campaign = prepared.campaign
+        self.failed = 0
         campaign_id = self.store.open_campaign(campaign.name, campaign.description, campaign.text)
         done = self.store.done(campaign_id) if resume else set()
         if not resume and self.store.done(campaign_id):
@@ -159,6 +166,7 @@ class Runner:
                 row.raw_ref = str(raw_path)
                 self.store.add(campaign_id, run.key, row)
                 ran += 1
+                self.failed += row.failed
                 spent += run.estimate_s()
             self.store.finish_campaign(campaign.name)
         finally:
@@ -179,13 +187,25 @@ class Runner:
     ) -> tuple[Row, dict[str, Any]]:
         """Run until the emulator kept up, or `retries` more times; the last attempt."""
         attempts = []
+        if circuit.number not in self._circuits_seen:
+            self._circuits_seen[circuit.number] = meta.circuit(circuit)
+        made = {**meta.host(), **self._circuits_seen[circuit.number]}
         for attempt in range(1 + self.retries):
             row, raw = execute(run, circuit, self.testbed, campaign)
-            attempts.append(list((row.health or {}).get("reasons", [])))
-            if not row.degraded:
+            row.meta = {
+                **made,
+                "tool": row.tool,
+                "tool_version": meta.tool_version(row.tool),
+                "cc": row.cc,
+            }
+            attempts.append(
+                [row.error] if row.failed else list((row.health or {}).get("reasons", []))
+            )
+            if not (row.degraded or row.failed):
                 break
             if progress and attempt < self.retries:
-                progress(f"{_describe(run)}: the emulator fell behind, again", spent, total)
+                why = "the tool failed" if row.failed else "the emulator fell behind"
+                progress(f"{_describe(run)}: {why}, again", spent, total)
         if row.health is not None and len(attempts) > 1:
             row.health["attempts"] = attempts
         return row, raw
@@ -208,14 +228,19 @@ def execute(
     started = time.monotonic()
     watch = Watch.start(circuit)
     test = run.test.name
-    if test == "tcp_throughput":
-        raw = _tcp(run, circuit, testbed, row)
-    elif test == "udp_throughput":
-        raw = _udp(run, circuit, row)
-    elif test == "rtt":
-        raw = _rtt(run, circuit, row)
-    else:
-        raw = _echo(run, circuit, row)
+    try:
+        if test == "tcp_throughput":
+            raw = _tcp(run, circuit, testbed, row)
+        elif test == "udp_throughput":
+            raw = _udp(run, circuit, row)
+        elif test == "rtt":
+            raw = _rtt(run, circuit, row)
+        else:
+            raw = _echo(run, circuit, row)
+    except TOOL_ERRORS as exc:
+        # Kept as a failed run: the tool's message, no measurement.
+        row.error = str(exc)
+        raw = {"error": row.error}
     row.duration_s = round(time.monotonic() - started, 3)
     record = watch.finish()
     judged = health.verdict(record, test, row.duration_s)

@@ -75,6 +75,8 @@ class Measurement(Base):
     extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     degraded: Mapped[bool] = mapped_column(Boolean, default=False)
     health: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
 
 
 class ResultsStore:
@@ -145,10 +147,13 @@ class ResultsStore:
     # -- rows ----------------------------------------------------------------------------
 
     def done(self, campaign_id: int) -> set[str]:
-        """The keys of the runs stored for a campaign (what `--resume` skips)."""
+        """The keys of the runs stored for a campaign that did not fail (what `--resume`
+        skips; it runs failed ones again)."""
         with self.db.read() as session:
             keys = session.scalars(
-                select(Measurement.run_key).where(Measurement.campaign_id == campaign_id)
+                select(Measurement.run_key).where(
+                    Measurement.campaign_id == campaign_id, Measurement.error.is_(None)
+                )
             )
             return set(keys)
 
@@ -192,30 +197,89 @@ class ResultsStore:
         return pd.DataFrame(data, columns=list(COLUMNS))
 
     def export(self, path: Path, campaign: str | None = None) -> int:
-        """Write the rows to `path`: CSV, or Parquet for a `.parquet` file. How many."""
-        frame = self.frame(campaign)
-        if path.suffix == ".parquet":
-            frame.to_parquet(path, index=False)
-        elif path.suffix == ".csv":
-            flat = frame.copy()
-            for column in ("extra", "health"):
-                flat[column] = flat[column].map(_json_text)
-            flat.to_csv(path, index=False)
-        else:
+        """Write the rows to `path`: CSV, or Parquet for a `.parquet` file (the columns of
+        docs/results.md, typed; `extra` and `health` as JSON text). How many. The file
+        appears whole or not at all."""
+        if path.suffix not in (".csv", ".parquet"):
             raise InputError("path", f"{path.name}: export to a .csv or a .parquet file")
+        if not path.parent.is_dir():
+            raise InputError(
+                "path", f"the folder {path.parent} does not exist: create it, or name another"
+            )
+        frame = typed_frame(self.frame(campaign))
+        partial = path.with_name(f".{path.name}.partial")
+        try:
+            if path.suffix == ".parquet":
+                frame.to_parquet(partial, index=False)
+            else:
+                frame.to_csv(partial, index=False)
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
         return len(frame)
+
+    def import_rows(
+        self, name: str, description: str, spec: str, rows: list[tuple[str, Row]]
+    ) -> int:
+        """Make a campaign and store its rows in one transaction: all or nothing. A
+        campaign of that name must not hold rows yet (it would mix two sources)."""
+        with self.db.write() as session:
+            found = session.scalar(select(CampaignRecord).where(CampaignRecord.name == name))
+            if found is not None and session.scalar(
+                select(func.count(Measurement.id)).where(Measurement.campaign_id == found.id)
+            ):
+                raise InputError(
+                    "campaign",
+                    f"{name!r} holds results already: import into a new campaign, or "
+                    "`longhaul results forget` it first",
+                )
+            if found is None:
+                found = CampaignRecord(
+                    name=name, description=description, spec=spec, created_at=datetime.now(UTC)
+                )
+                session.add(found)
+                session.flush()
+            for key, row in rows:
+                values = row.as_dict()
+                values.pop("campaign")
+                session.add(Measurement(campaign_id=found.id, run_key=key, **values))
+            found.finished_at = datetime.now(UTC)
+        return len(rows)
 
     def _unknown(self, name: str) -> str:
         names = ", ".join(c["name"] for c in self.campaigns()) or "none yet"
         return f"no campaign named {name!r} (campaigns: {names})"
 
 
+_TYPES = {
+    "campaign": "string", "test": "string", "tool": "string", "source": "string",
+    "connection": "string", "length_miles": "Float64", "repetition": "Int64",
+    "cc": "string", "streams": "Int64", "message_bytes": "Int64", "variant": "string",
+    "cross_traffic_gbps": "Float64", "duration_s": "Float64", "throughput_gbps": "Float64",
+    "retransmits": "Int64", "rtt_ms": "Float64", "rtt_std_ms": "Float64",
+    "raw_ref": "string", "extra": "string", "degraded": "boolean", "health": "string",
+    "meta": "string", "error": "string",
+}  # fmt: skip
+"""Each exported column's type (docs/results.md gives their units)."""
+
+
+def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows with one type per column, as exported: `extra`, `health` and `meta`
+    become JSON text (a struct column cannot hold what differs from row to row), times
+    UTC."""
+    typed = frame.copy()
+    for column in ("extra", "health", "meta"):
+        typed[column] = typed[column].map(_json_text)
+    typed["started_at"] = pd.to_datetime(typed["started_at"], utc=True)
+    return typed.astype(_TYPES)
+
+
 def _count() -> Any:
     return func.count(Measurement.id)
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value) if value else ""
+def _json_text(value: Any) -> str | None:
+    return json.dumps(value) if value else None
 
 
 def _row(m: Measurement, campaign: str) -> Row:
@@ -242,4 +306,6 @@ def _row(m: Measurement, campaign: str) -> Row:
         extra=dict(m.extra or {}),
         degraded=bool(m.degraded),
         health=m.health,
+        meta=m.meta,
+        error=m.error,
     )

@@ -55,10 +55,42 @@ def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bo
         jitter=_jitter_table(frame),
         left_out_note=split.note(),
         left_out=_left_out_table(split.left_out),
+        made=_made_table(frame),
     )
     path = folder / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+_MADE = (
+    ("host", ("host",)), ("kernel", ("kernel",)), ("CPU", ("cpu",)), ("tool", ("tool_version",)),
+    ("emulator", ("emulator", "version")), ("layer", ("emulator", "layer")),
+    ("MTU (bytes)", ("mtu_bytes",)), ("net.ipv4.tcp_rmem", ("sysctls", "net.ipv4.tcp_rmem")),
+    ("net.ipv4.tcp_wmem", ("sysctls", "net.ipv4.tcp_wmem")),
+    ("net.core.rmem_max", ("sysctls", "net.core.rmem_max")),
+)  # fmt: skip
+"""What the report shows of each row's `meta`, and where it is."""
+
+
+def _made_table(frame: pd.DataFrame) -> list[dict[str, str]]:
+    """Each recorded setting with the distinct values the runs had (a mix shows)."""
+    if "meta" not in frame.columns:
+        return []
+    metas = [m for m in frame["meta"] if isinstance(m, dict)]
+    found = []
+    for what, path in _MADE:
+        values = sorted({str(v) for v in (_dig(m, path) for m in metas) if v is not None})
+        if values:
+            found.append({"what": what, "seen": "; ".join(values)})
+    return found
+
+
+def _dig(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)  # type: ignore[assignment]
+    return data
 
 
 def _left_out_table(left_out: pd.DataFrame) -> list[dict[str, str]]:
@@ -106,7 +138,8 @@ def _tables(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, Any
                 {
                     "miles": miles_label(miles),
                     "mean_gbps": f"{entry['mean_gbps']:.2f}",
-                    "std_mbps": f"{entry['std_gbps'] * 1000:.2f}",
+                    # One run has no sample standard deviation: say so, not "nan".
+                    "std_mbps": _number(entry["std_gbps"] * 1000, ".2f", "– (one run)"),
                     "dpm": _dpm_text(dpm.get(miles)),
                 }
             )
@@ -123,7 +156,12 @@ def _tables(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, Any
 
 
 def _dpm_text(value: float | None) -> str:
-    return "" if value is None or not math.isfinite(value) else f"{value:.3f}"
+    return _number(value, ".3f", "")
+
+
+def _number(value: float | None, form: str, missing: str) -> str:
+    """`value` formatted, or `missing` where there is none (None or NaN)."""
+    return missing if value is None or not math.isfinite(value) else format(value, form)
 
 
 def _rtt_table(frame: pd.DataFrame) -> list[dict[str, str]]:
@@ -134,7 +172,7 @@ def _rtt_table(frame: pd.DataFrame) -> list[dict[str, str]]:
             {
                 "miles": miles_label(float(str(miles))),
                 "rtt_ms": f"{group['rtt_ms'].mean():.3f}",
-                "mdev_ms": f"{group['rtt_std_ms'].mean():.3f}",
+                "mdev_ms": _number(group["rtt_std_ms"].mean(), ".3f", "–"),
                 "sources": ", ".join(sorted(group["source"].unique())),
             }
         )

@@ -2,7 +2,7 @@
 
 import pytest
 
-from longhaul.measure.tools.ping import parse
+from longhaul.measure.tools.ping import PingError, parse
 
 OUTPUT = """PING 198.18.0.6 (198.18.0.6) 56(84) bytes of data.
 64 bytes from 198.18.0.6: icmp_seq=1 ttl=64 time=163 ms
@@ -28,5 +28,5 @@ def test_no_reply_at_all():
 
 
 def test_not_ping_output():
-    with pytest.raises(ValueError, match="not ping"):
+    with pytest.raises(PingError, match="not ping"):
         parse("ping: connect: Network is unreachable")

@@ -26,6 +26,10 @@ class Iperf3Error(RuntimeError):
     """iperf3 failed or is missing; the message says which and how to fix it."""
 
 
+class NoResultError(Iperf3Error):
+    """The text holds no iperf3 -J document at all (another tool's output, or cut short)."""
+
+
 @dataclass(frozen=True)
 class Iperf3Test:
     client_ns: str
@@ -44,12 +48,21 @@ class Iperf3Test:
 @dataclass(frozen=True)
 class Iperf3Result:
     goodput_bps: float
-    """Received bits per second over the test, warm-up left out (sum_received)."""
+    """Received bits per second over the test, warm-up left out (sum_received; for UDP
+    the receiver's rate)."""
     sent_bps: float
     retransmits: int
     rtt_ms: list[float] = field(default_factory=list)
     """TCP's smoothed RTT of each stream at the end of each measured interval."""
     raw: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "TCP"
+    """TCP or UDP (iperf3 -u)."""
+    lost_packets: int | None = None
+    """UDP: datagrams the receiver never saw."""
+    packets: int | None = None
+    """UDP: datagrams sent."""
+    jitter_ms: float | None = None
+    """UDP: the receiver's RFC 3550 interarrival jitter."""
 
     @property
     def rtt_mean_ms(self) -> float | None:
@@ -58,6 +71,17 @@ class Iperf3Result:
     @property
     def rtt_std_ms(self) -> float | None:
         return statistics.pstdev(self.rtt_ms) if len(self.rtt_ms) > 1 else None
+
+    @property
+    def system_info(self) -> str | None:
+        """`uname -a` of the client, as iperf3 reports it."""
+        value = self.raw.get("start", {}).get("system_info")
+        return value if isinstance(value, str) else None
+
+    @property
+    def version(self) -> str | None:
+        value = self.raw.get("start", {}).get("version")
+        return value if isinstance(value, str) else None
 
 
 def timeout_s(test: Iperf3Test) -> float:
@@ -71,15 +95,24 @@ _NAN = re.compile(r"(?<![\w\"])-?nan(?![\w\"])", re.IGNORECASE)
 
 
 def parse(text: str) -> Iperf3Result:
-    """The result in iperf3's JSON output (the last document that has one)."""
+    """The result in iperf3's JSON output (the last document that has one). A run that
+    failed (iperf3's `error`), or output cut short, is `Iperf3Error` with iperf3's own
+    message: never a measurement of 0 b/s."""
     document = _last_result(text)
     if document is None:
-        raise Iperf3Error(f"iperf3 printed no result: {text.strip()[-300:] or '(nothing)'}")
-    if document.get("error") and "end" not in document:
+        raise NoResultError(
+            f"no iperf3 JSON result (not iperf3 -J output, or cut short): "
+            f"{text.strip()[-200:] or '(nothing)'}"
+        )
+    if document.get("error"):
         raise Iperf3Error(f"iperf3: {document['error']}")
-    end = document["end"]
-    received = end.get("sum_received") or end.get("sum") or {}
-    sent = end.get("sum_sent") or {}
+    end = document.get("end") or {}
+    udp = document.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
+    # iperf3 before 3.10 has only `sum` for UDP (the sender's, with the receiver's loss).
+    received = end.get("sum_received") or (end.get("sum") if udp else None)
+    sent = end.get("sum_sent") or (end.get("sum") if udp else None) or {}
+    if not isinstance(received, dict) or "bits_per_second" not in received:
+        raise Iperf3Error("iperf3's output has no totals: the run did not finish")
     rtts = [
         stream["rtt"] / 1000
         for interval in document.get("intervals", [])
@@ -87,13 +120,35 @@ def parse(text: str) -> Iperf3Result:
         for stream in interval.get("streams", [])
         if stream.get("rtt")
     ]
+    sent_bps = float(sent.get("bits_per_second") or 0.0)
     return Iperf3Result(
-        goodput_bps=float(received.get("bits_per_second") or 0.0),
-        sent_bps=float(sent.get("bits_per_second") or 0.0),
+        goodput_bps=_udp_received_bps(sent_bps, received)
+        if udp
+        else float(received["bits_per_second"] or 0.0),
+        sent_bps=sent_bps,
         retransmits=int(sent.get("retransmits") or 0),
         rtt_ms=rtts,
         raw=document,
+        protocol="UDP" if udp else "TCP",
+        lost_packets=_int(received.get("lost_packets")) if udp else None,
+        packets=_int(received.get("packets")) if udp else None,
+        jitter_ms=_float(received.get("jitter_ms")) if udp else None,
     )
+
+
+def _udp_received_bps(sent_bps: float, received: dict[str, Any]) -> float:
+    """What arrived: the sending rate less the share the receiver counted lost (iperf3
+    reports the receiver's bytes as those sent)."""
+    lost = _float(received.get("lost_percent")) or 0.0
+    return sent_bps * (1 - lost / 100)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _last_result(text: str) -> dict[str, Any] | None:
@@ -107,9 +162,21 @@ def _last_result(text: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             position = start + 1
             continue
-        if isinstance(document, dict) and ("end" in document or found is None):
+        if not _is_document(document):
+            continue
+        if "end" in document or found is None:
             found = document
     return found
+
+
+def _is_document(found: Any) -> bool:
+    """An iperf3 -J document, not an object inside one (an interval's `sum` has a
+    `start` and an `end` too, but as numbers)."""
+    return isinstance(found, dict) and (
+        isinstance(found.get("start"), dict)
+        or isinstance(found.get("end"), dict)
+        or "error" in found
+    )
 
 
 def run(test: Iperf3Test) -> Iperf3Result:
@@ -138,7 +205,10 @@ def run(test: Iperf3Test) -> Iperf3Result:
             )
         except subprocess.TimeoutExpired as exc:
             raise Iperf3Error(f"iperf3 ran over its {timeout_s(test):.0f} s") from exc
-        return parse(client.stdout + client.stderr)
+        result = parse(client.stdout + client.stderr)  # iperf3's own message first
+        if client.returncode != 0:
+            raise Iperf3Error(f"iperf3 exited with status {client.returncode}: {client.stderr}")
+        return result
     finally:
         if server.poll() is None:
             server.terminate()

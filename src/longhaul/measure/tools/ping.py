@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from longhaul.testbed import netns
 
 
+class PingError(RuntimeError):
+    """ping failed: no output of its own, no reply at all, or it ran over its time."""
+
+
 @dataclass(frozen=True)
 class PingResult:
     sent: int
@@ -36,7 +40,7 @@ _TIME = re.compile(r"time=([\d.]+) ms")
 def parse(text: str) -> PingResult:
     counts = _COUNTS.search(text)
     if counts is None:
-        raise ValueError(f"not ping's output: {text.strip()[-200:]}")
+        raise PingError(f"not ping's output: {text.strip()[-200:] or '(nothing)'}")
     summary = _SUMMARY.search(text)
     low, avg, high, mdev = (float(x) for x in summary.groups()) if summary else (None,) * 4
     return PingResult(
@@ -53,11 +57,18 @@ def parse(text: str) -> PingResult:
 def run(namespace: str, address: str, count: int, interval_s: float = 0.05) -> PingResult:
     """ping `address` from inside `namespace`, `count` times (bounded in time)."""
     argv = ["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2", address]
-    out = subprocess.run(
-        netns.command(namespace, argv),
-        capture_output=True,
-        text=True,
-        timeout=count * interval_s + 30,
-        check=False,
-    )
-    return parse(out.stdout)
+    limit_s = count * interval_s + 30
+    try:
+        out = subprocess.run(
+            netns.command(namespace, argv),
+            capture_output=True,
+            text=True,
+            timeout=limit_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise PingError(f"ping ran over its {limit_s:.0f} s") from exc
+    result = parse(out.stdout + out.stderr)
+    if result.received == 0:
+        raise PingError(f"no reply to any of {result.sent} pings of {address}")
+    return result
