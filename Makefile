@@ -11,7 +11,7 @@ CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
 
 help:
 	@echo "make setup   install what longhaul needs (uv, Python packages, the Rust extension)"
-	@echo "make demo    the main job: reserve the four USN loops, run the quick TCP study on them, write the report (root)"
+	@echo "make demo    the main job: reserve the four USN loops, measure TCP on them, simulate the 2008 study, write the report (root)"
 	@echo "make test    every check: rustfmt, clippy, cargo test, ruff, mypy, pytest"
 	@echo "make lint    formatting and static checks only"
 	@echo "make bench   the benchmarks, as JSON (bench wan needs root)"

@@ -6,8 +6,13 @@ the API for the highest bandwidth the loop has free and books it as soon as poss
 (earliest start: the loops share the ORNL cross-connects, so only one fits at a time);
 the job runner provisions it, the emulated driver builds the circuit, the quick campaign
 runs on it (with UDP cross-traffic on the 1,400-mile loop), and the reservation is
-cancelled, which tears the circuit down. Then the report is written, the testbed removed,
-and the report's path printed.
+cancelled, which tears the circuit down. Then the simulator runs the 2008 study (BIC and
+HTCP, which this kernel lacks, on the USN type I host preset) on the same four loops,
+after the emulated part so that it never shares the cores with the emulator. The report
+shows emulated, simulated and published side by side, on one figure and in one table,
+with each simulated profile compared with the published one (k-segmented fits, the
+difference and its bootstrap interval). The testbed is removed and the report's path
+printed.
 
 Everything lives under the data directory's `demo/` (database, results, report, testbed
 record) with the namespace prefix `lhd-`, so a testbed or a server that is up is left
@@ -27,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import uvicorn
 
 from longhaul.control.client import Client, ClientConfig
@@ -41,6 +47,9 @@ from longhaul.testbed import Testbed, netns
 from longhaul.testbed.plan import miles_label
 
 QUICK = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-quick.toml"
+SIMULATED = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-sim-quick.toml"
+SIMULATED_ESTIMATE_S = 40.0
+"""What the simulated part takes on two cores (96 runs), for the progress bar."""
 LOOP_ENDS = ("ornl-e300:1/0", "ornl-e300:1/1")
 """The ORNL edge switch's host ports: a loop-back joins the two 10GigE hosts."""
 MARGIN = 1.4
@@ -72,9 +81,11 @@ def preflight() -> None:
     """Stop at once, saying what cannot run and why, unless the testbed can run here."""
     try:
         netns.require_privileges()
+        from longhaul.sim import runner as sim_runner  # noqa: PLC0415
         from longhaul.testbed import emulator  # noqa: PLC0415
 
         emulator.binary()
+        sim_runner.binary()
         check_tools(campaigns.parse(QUICK.read_text(), source=str(QUICK)))
     except Exception as exc:
         raise DemoUnavailableError(
@@ -95,25 +106,62 @@ def run(progress: Progress | None = None) -> Path:
     os.environ["LONGHAUL_TESTBED_PREFIX"] = "lhd-"
     os.environ["LONGHAUL_TESTBED_DIR"] = str(folder / "testbed")
     spec = campaigns.parse(QUICK.read_text(), source=str(QUICK))
+    simulated = campaigns.parse(SIMULATED.read_text(), source=str(SIMULATED))
     testbed = Testbed()
     say = progress or (lambda _phase: None)
     try:
         with _control_plane(folder) as client:
             store = ResultsStore(_database(folder))
             runner = Runner(store, testbed, folder / "results")
-            _study(spec, client, testbed, runner, say)
+            measured_s = _study(spec, client, testbed, runner, say, SIMULATED_ESTIMATE_S)
+        _simulate(
+            simulated,
+            testbed,
+            store,
+            folder,
+            _offset(say, measured_s, measured_s + SIMULATED_ESTIMATE_S),
+        )
         say(Phase("writing the report", 1, 1))
         from longhaul.report import write_report  # noqa: PLC0415
 
-        return write_report(store.frame(spec.name), folder / "report", spec.name, reference=True)
+        frame = pd.concat([store.frame(spec.name), store.frame(simulated.name)])
+        return write_report(frame, folder / "report", f"{spec.name} + {simulated.name}")
     finally:
         say(Phase("removing the testbed", 1, 1))
         testbed.down(everything=True)
 
 
-def _study(
-    spec: campaigns.Campaign, client: Client, testbed: Testbed, runner: Runner, say: Progress
+def _simulate(
+    spec: campaigns.Campaign,
+    testbed: Testbed,
+    store: ResultsStore,
+    folder: Path,
+    say: Callable[[str, float], None],
 ) -> None:
+    """The simulated study, stored beside the emulated one."""
+    from longhaul.measure.runner import plan_connections  # noqa: PLC0415
+    from longhaul.sim import campaign as simulated  # noqa: PLC0415
+
+    planned = campaigns.runs(spec, plan_connections(spec, testbed))
+
+    def progress(what: str, done: int, total: int) -> None:
+        say(f"simulating: {what}", SIMULATED_ESTIMATE_S * done / max(total, 1))
+
+    simulated.run_campaign(
+        spec, planned, testbed.topology, store, folder / "results", progress=progress
+    )
+
+
+def _study(
+    spec: campaigns.Campaign,
+    client: Client,
+    testbed: Testbed,
+    runner: Runner,
+    say: Progress,
+    after_s: float,
+) -> float:
+    """The emulated study, loop by loop; the seconds it was estimated at (the progress
+    bar's total adds `after_s` for what comes next)."""
     loops = [testbed.topology.loops[n] for n in _loop_names(testbed, spec.loops_miles)]
     plans = []
     for view in loops:
@@ -121,12 +169,13 @@ def _study(
             f"loop {miles_label(view.length_miles)} mi", view.length_miles, view.rtt_ms
         )
         plans.append((view, connection, campaigns.runs(spec, [connection])))
-    total = sum(campaigns.estimate_s(runs) + 20 for _, _, runs in plans)
+    measured = sum(campaigns.estimate_s(runs) + 20 for _, _, runs in plans)
     done = 0.0
     for view, connection, runs in plans:
-        at = _offset(say, done, total)
+        at = _offset(say, done, measured + after_s)
         _measure_loop(spec, client, testbed, runner, view.name, connection, runs, at)
         done += campaigns.estimate_s(runs) + 20
+    return measured
 
 
 def _offset(say: Progress, base_s: float, total_s: float) -> Callable[[str, float], None]:

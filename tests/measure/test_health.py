@@ -48,3 +48,25 @@ def test_drops_outside_the_link_and_bursts_degrade_any_run():
 def test_the_summary_keeps_what_a_row_needs():
     kept = health.summary({**record(), "cpu_cores": 0.4, "rss_bytes": 10})
     assert kept["a_to_b"]["late_held_ns"] == 0 and kept["cpu_cores"] == 0.4
+
+
+def test_the_return_path_is_judged_by_how_late_not_by_line_time():
+    # 9.6 Gb/s for 10 s one way, acknowledgements (a few per cent of it) the other: the
+    # acknowledgements' line never runs short of time, so its late releases count as
+    # the delay they add to a 26.8 ms round trip.
+    loaded = {"late_held_ns": 0, "tx_bytes": 12_000_000_000}
+    late_but_short = {"late_held_ns": 800_000_000, "lateness_p99_ns": 200_000, "tx_bytes": 3e8}
+    quiet = record(a_to_b=loaded, b_to_a=late_but_short)
+    assert not health.verdict(quiet, "tcp_throughput", 10, 9.6e9, 26.8).degraded
+    # Without the line's rate and RTT the old rule holds: line time lost.
+    assert health.verdict(quiet, "tcp_throughput", 10).degraded
+    long_late = {**late_but_short, "lateness_p99_ns": 2_000_000}
+    judged = health.verdict(
+        record(a_to_b=loaded, b_to_a=long_late), "tcp_throughput", 10, 9.6e9, 26.8
+    )
+    assert judged.reasons == (
+        "b_to_a: the return path's releases came 2.00 ms late (p99), above 5% of the 26.8 ms RTT",
+    )
+    # The loaded direction is still judged by the line time it lost.
+    lost = {**loaded, "late_held_ns": 600_000_000}
+    assert health.verdict(record(a_to_b=lost), "tcp_throughput", 10, 9.6e9, 26.8).degraded

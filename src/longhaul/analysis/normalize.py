@@ -16,6 +16,7 @@ would weigh densely gridded lengths more). The grid is only for tables and plots
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +25,9 @@ import pandas as pd
 from longhaul.analysis.segmented import (
     DEFAULT_ETA,
     FloatArray,
+    Fit,
     SegmentedRegression,
+    fit_anchored,
     fit_segmented,
 )
 from longhaul.errors import InputError
@@ -118,7 +121,20 @@ def estimate_at(
     return pd.DataFrame({LENGTH_COLUMN: lengths, value_column: fit.estimate(lengths)})
 
 
-def common_span_miles(a: SegmentedRegression, b: SegmentedRegression) -> tuple[float, float]:
+class Curve(Protocol):
+    """A continuous piecewise-linear estimate over a measured span: a `SegmentedRegression`
+    (its chosen fit), or one `Fit` (a published profile's means joined, say)."""
+
+    @property
+    def span_miles(self) -> tuple[float, float]: ...
+
+    @property
+    def knots_miles(self) -> tuple[float, ...]: ...
+
+    def estimate(self, length_miles: npt.ArrayLike) -> Any: ...
+
+
+def common_span_miles(a: Curve, b: Curve) -> tuple[float, float]:
     """The lengths both types were measured across: the intersection of their spans."""
     start = max(a.span_miles[0], b.span_miles[0])
     end = min(a.span_miles[1], b.span_miles[1])
@@ -132,8 +148,8 @@ def common_span_miles(a: SegmentedRegression, b: SegmentedRegression) -> tuple[f
 
 
 def compare_fits(
-    a: SegmentedRegression,
-    b: SegmentedRegression,
+    a: Curve,
+    b: Curve,
     *,
     labels: tuple[str, str] = ("a", "b"),
     higher_is_better: bool = True,
@@ -195,7 +211,7 @@ but the CLI answers while a user waits)."""
 
 def bootstrap_mean_difference(
     table_a: pd.DataFrame,
-    table_b: pd.DataFrame,
+    b: pd.DataFrame | Curve,
     value_column: str,
     *,
     level: float = 0.95,
@@ -204,20 +220,34 @@ def bootstrap_mean_difference(
 ) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean difference a − b over the common
     span: measurements are resampled with replacement within each length (so every
-    length keeps its count) and both fits, k included, are made again each time."""
+    length keeps its count) and the fits, k included, are made again each time. `b` is
+    a second table, or a fixed curve (a published profile) that is not resampled."""
     if not 0 < level < 1:
         raise InputError("level", "a confidence level strictly between 0 and 1")
     rng = np.random.default_rng(seed)
     a_lengths, a_values = _column(table_a, LENGTH_COLUMN), _column(table_a, value_column)
-    b_lengths, b_values = _column(table_b, LENGTH_COLUMN), _column(table_b, value_column)
     differences = np.empty(draws)
     for draw in range(draws):
         fit_a = fit_segmented(a_lengths, _resample_within_lengths(a_lengths, a_values, rng))
-        fit_b = fit_segmented(b_lengths, _resample_within_lengths(b_lengths, b_values, rng))
+        fit_b = b if not isinstance(b, pd.DataFrame) else _resampled_fit(b, value_column, rng)
         differences[draw] = compare_fits(fit_a, fit_b, grid_points=2).mean_difference
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(differences, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def joined_means(lengths_miles: npt.ArrayLike, means: npt.ArrayLike) -> Fit:
+    """A published profile as a curve: its means at their lengths, joined by straight
+    lines (L_{n−2}: what a table of means says, no more)."""
+    lengths = np.asarray(lengths_miles, dtype=np.float64)
+    return fit_anchored(lengths, means, lengths.size - 2)
+
+
+def _resampled_fit(
+    table: pd.DataFrame, value_column: str, rng: np.random.Generator
+) -> SegmentedRegression:
+    lengths, values = _column(table, LENGTH_COLUMN), _column(table, value_column)
+    return fit_segmented(lengths, _resample_within_lengths(lengths, values, rng))
 
 
 def _resample_within_lengths(
@@ -237,11 +267,9 @@ def _column(table: pd.DataFrame, column: str) -> FloatArray:
         raise InputError(column, "must hold numbers") from error
 
 
-def _breakpoints(
-    a: SegmentedRegression, b: SegmentedRegression, span: tuple[float, float]
-) -> FloatArray:
+def _breakpoints(a: Curve, b: Curve, span: tuple[float, float]) -> FloatArray:
     """The span's ends and every knot inside it: a − b is linear between these."""
-    knots = np.union1d(a.chosen.knots_miles, b.chosen.knots_miles)
+    knots = np.union1d(a.knots_miles, b.knots_miles)
     inside = knots[(knots > span[0]) & (knots < span[1])]
     return np.union1d(inside, span)
 

@@ -82,6 +82,10 @@ class Fit:
         return vc_dimension(self.k)
 
     @property
+    def span_miles(self) -> tuple[float, float]:
+        return self.knots_miles[0], self.knots_miles[-1]
+
+    @property
     def anchors_miles(self) -> tuple[float, ...]:
         """The interior anchors (k of them); none for the line."""
         return () if self.k == LINE_K else self.knots_miles[1:-1]
@@ -128,6 +132,11 @@ class SegmentedRegression:
     @property
     def span_miles(self) -> tuple[float, float]:
         return self.lengths_miles[0], self.lengths_miles[-1]
+
+    @property
+    def knots_miles(self) -> tuple[float, ...]:
+        """The chosen fit's knots."""
+        return self.chosen.knots_miles
 
     @property
     def n_measurements(self) -> int:

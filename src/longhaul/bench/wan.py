@@ -248,7 +248,7 @@ def _ping(circuit: CircuitRecord, case: Case) -> dict[str, Any]:
         "rtt_min_ms": result.min_ms,
         "rtt_median_ms": statistics.median(result.times_ms) if result.times_ms else None,
         "lost": result.sent - result.received,
-        **_emulator(record, "rtt", time.monotonic() - started),
+        **_emulator(record, "rtt", time.monotonic() - started, circuit),
     }
 
 
@@ -295,14 +295,16 @@ def _iperf3(testbed: Testbed, circuit: CircuitRecord, case: Case) -> dict[str, A
         "retransmits": result.retransmits,
         "emulator_delivered_gbps": delivered_bps / 1e9,
         "cross_received_gbps": None if cross is None else cross.received_rate_bps / 1e9,
-        **_emulator(record, "tcp_throughput", time.monotonic() - started),
+        **_emulator(record, "tcp_throughput", time.monotonic() - started, circuit),
     }
 
 
-def _emulator(record: dict[str, Any], test: str, duration_s: float) -> dict[str, Any]:
+def _emulator(
+    record: dict[str, Any], test: str, duration_s: float, circuit: CircuitRecord
+) -> dict[str, Any]:
     """What the emulator's record of a run says, for the benchmark."""
     directions = [record.get("a_to_b") or {}, record.get("b_to_a") or {}]
-    judged = health.verdict(record, test, duration_s)
+    judged = health.verdict(record, test, duration_s, circuit.rate_bps, circuit.rtt_ms)
     return {
         "max_1ms_rate_ratio": max(d.get("max_1ms_rate_ratio", 0.0) for d in directions),
         "emulator_max_late_ms": max(d.get("lateness_max_ns", 0) for d in directions) / 1e6,

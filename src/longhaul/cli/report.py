@@ -38,8 +38,10 @@ def report(
 
 def demo() -> None:
     """The USN TCP study end to end: reserve the four loops through the embedded control
-    plane, measure them on the emulated testbed (cross-traffic on one), write the report,
-    release and remove everything. Needs root; about 4 minutes on two cores."""
+    plane, measure them on the emulated testbed (cross-traffic on one), simulate the 2008
+    study (BIC and HTCP) on the same loops, write the report with emulated, simulated and
+    published side by side, release and remove everything. Needs root; about 6 minutes
+    on two cores."""
     from longhaul import demo as study  # noqa: PLC0415
 
     try:

@@ -23,6 +23,11 @@ by that much, more than the jitter of any layer USN measured (MPLS: 0.3 ms std).
 RATE_RATIO = 1.01
 """The most delivered in any 1 ms window over what the rate allows (the link holds it
 below 1.005 by construction; above 1.01 something is wrong)."""
+LOADED_SHARE = 0.5
+"""A direction that carried less than half its line's rate over a throughput run is the
+return path (TCP's acknowledgements): the line never ran short of time there, so a late
+release costs delay, not capacity, and is judged by how late it came (`LATE_SHARE` of the
+RTT: acknowledgements held that long slow a window-limited sender by that share)."""
 THROUGHPUT_TESTS = ("tcp_throughput", "udp_throughput")
 
 
@@ -32,19 +37,34 @@ class Verdict:
     reasons: tuple[str, ...]
 
 
-def verdict(health: dict[str, Any], test: str, duration_s: float) -> Verdict:
+def verdict(
+    health: dict[str, Any],
+    test: str,
+    duration_s: float,
+    rate_bps: float | None = None,
+    rtt_ms: float | None = None,
+) -> Verdict:
     """The verdict on a run of `test` lasting `duration_s`, from its `health` record
-    (`emulator.health_of_run`)."""
+    (`emulator.health_of_run`), on a line of `rate_bps` and a path of `rtt_ms` (both
+    needed to tell a throughput run's return path from its loaded direction)."""
     reasons = []
     span_s = max(duration_s, 1e-3)
     for name in ("a_to_b", "b_to_a"):
         d = health.get(name) or {}
-        held_s = d.get("late_held_ns", 0) / 1e9
-        if held_s > LATE_SHARE * span_s:
-            reasons.append(
-                f"{name}: {held_s * 1e3:.0f} ms of line time lost to late releases "
-                f"({held_s / span_s:.1%} of the run, above {LATE_SHARE:.0%})"
-            )
+        if test in THROUGHPUT_TESTS and _return_path(d, span_s, rate_bps) and rtt_ms:
+            late_ms = d.get("lateness_p99_ns", 0) / 1e6
+            if late_ms > LATE_SHARE * rtt_ms:
+                reasons.append(
+                    f"{name}: the return path's releases came {late_ms:.2f} ms late (p99), "
+                    f"above {LATE_SHARE:.0%} of the {rtt_ms:g} ms RTT"
+                )
+        else:
+            held_s = d.get("late_held_ns", 0) / 1e9
+            if held_s > LATE_SHARE * span_s:
+                reasons.append(
+                    f"{name}: {held_s * 1e3:.0f} ms of line time lost to late releases "
+                    f"({held_s / span_s:.1%} of the run, above {LATE_SHARE:.0%})"
+                )
         late_ms = d.get("lateness_max_ns", 0) / 1e6
         if test not in THROUGHPUT_TESTS and late_ms > LATE_MS_RTT:
             reasons.append(f"{name}: a release came {late_ms:.2f} ms late (above {LATE_MS_RTT} ms)")
@@ -58,6 +78,13 @@ def verdict(health: dict[str, Any], test: str, duration_s: float) -> Verdict:
     if arena:
         reasons.append(f"{arena} frames dropped for want of emulator memory")
     return Verdict(bool(reasons), tuple(reasons))
+
+
+def _return_path(direction: dict[str, Any], span_s: float, rate_bps: float | None) -> bool:
+    if not rate_bps:
+        return False
+    carried_bps = float(direction.get("tx_bytes", 0)) * 8 / span_s
+    return carried_bps < LOADED_SHARE * rate_bps
 
 
 def summary(health: dict[str, Any]) -> dict[str, Any]:

@@ -243,7 +243,7 @@ def execute(
         raw = {"error": row.error}
     row.duration_s = round(time.monotonic() - started, 3)
     record = watch.finish()
-    judged = health.verdict(record, test, row.duration_s)
+    judged = health.verdict(record, test, row.duration_s, circuit.rate_bps, circuit.rtt_ms)
     row.degraded = judged.degraded
     row.health = {**health.summary(record), "reasons": list(judged.reasons)}
     raw["emulator_health"] = record

@@ -12,7 +12,7 @@ import jinja2
 import pandas as pd
 
 from longhaul import __version__
-from longhaul.analysis import jitter, profiles, quality, reference
+from longhaul.analysis import jitter, normalize, profiles, quality, reference
 from longhaul.report import figures
 from longhaul.report.figures import Drawn
 from longhaul.testbed.plan import miles_label
@@ -56,10 +56,52 @@ def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bo
         left_out_note=split.note(),
         left_out=_left_out_table(split.left_out),
         made=_made_table(frame),
+        against=[] if published is None else _against_published(frame, published, streams),
     )
     path = folder / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _against_published(
+    frame: pd.DataFrame, published: pd.DataFrame, streams: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """Each congestion control the published profiles have, as measured here (by source),
+    fitted by k-segmented regression and set against the published means joined."""
+    tcp = profiles.tcp_rows(frame)
+    tcp = tcp[(tcp["streams"] >= streams[0]) & (tcp["streams"] <= streams[1])]
+    found = []
+    for (cc, source), rows in tcp.groupby(["cc", "source"]):
+        theirs = published[published["cc"] == cc].sort_values("miles")
+        if theirs.empty or rows["length_miles"].nunique() < 2:
+            continue
+        ours = rows.loc[:, ["length_miles", "throughput_gbps"]]
+        fit = normalize.fit_table(ours, "throughput_gbps")
+        curve = normalize.joined_means(theirs["miles"], theirs["avg_gbps"])
+        compared = normalize.compare_fits(fit, curve, labels=(str(source), "published"))
+        low, high = normalize.bootstrap_mean_difference(ours, curve, "throughput_gbps")
+        means = profiles.mean_over_streams(rows, streams)
+        found.append(
+            {
+                "cc": cc,
+                "source": source,
+                "k": "the line" if fit.k == -1 else f"k = {fit.k}",
+                "anchors": ", ".join(f"{miles_label(a)} mi" for a in fit.anchors_miles),
+                "span": f"{compared.span_miles[0]:,.1f}-{compared.span_miles[1]:,.0f} miles",
+                "difference": f"{compared.mean_difference:+.2f}",
+                "interval": f"[{low:+.2f}, {high:+.2f}]",
+                "lines": [
+                    {
+                        "miles": miles_label(float(m["length_miles"])),
+                        "ours": f"{m['mean_gbps']:.2f}",
+                        "fit": f"{fit.estimate(float(m['length_miles'])):.2f}",
+                        "published": _number(curve.estimate(float(m["length_miles"])), ".2f", ""),
+                    }
+                    for m in means.to_dict("records")
+                ],
+            }
+        )
+    return found
 
 
 _MADE = (
