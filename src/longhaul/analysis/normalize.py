@@ -24,8 +24,8 @@ import pandas as pd
 
 from longhaul.analysis.segmented import (
     DEFAULT_ETA,
-    FloatArray,
     Fit,
+    FloatArray,
     SegmentedRegression,
     fit_anchored,
     fit_segmented,
