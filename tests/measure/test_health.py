@@ -70,3 +70,10 @@ def test_the_return_path_is_judged_by_how_late_not_by_line_time():
     # The loaded direction is still judged by the line time it lost.
     lost = {**loaded, "late_held_ns": 600_000_000}
     assert health.verdict(record(a_to_b=lost), "tcp_throughput", 10, 9.6e9, 26.8).degraded
+
+
+def test_on_a_short_loop_return_path_lateness_under_the_timing_floor_is_not_judged():
+    loaded = {"tx_bytes": 12_000_000_000}
+    ack = {"late_held_ns": 900_000_000, "lateness_p99_ns": 60_000, "tx_bytes": 3e8}
+    judged = health.verdict(record(a_to_b=loaded, b_to_a=ack), "tcp_throughput", 10, 9.6e9, 0.28)
+    assert not judged.degraded

@@ -140,3 +140,12 @@ def test_a_pscheduler_import_takes_its_cc_from_the_user(tmp_path):
 def test_a_malformed_pscheduler_result_is_refused_in_a_line(document):
     with pytest.raises(InputError, match="pScheduler result without"):
         from_text(json.dumps(document), "c", "x", None)
+
+
+def test_a_recorded_run_keeps_its_per_interval_series():
+    row = from_text((RECORDED / "tcp-2-streams.json").read_text(), "c", "lo", 0.2)
+    # -t 2 -O 1: two measured one-second intervals, the warm-up second left out.
+    assert len(row.extra["interval_gbps"]) == 2 and len(row.extra["interval_end_s"]) == 2
+    assert len(row.extra["stream_interval_gbps"]) == 2
+    per_stream = [sum(s[i] for s in row.extra["stream_interval_gbps"]) for i in range(2)]
+    assert per_stream == pytest.approx(row.extra["interval_gbps"], rel=1e-4)

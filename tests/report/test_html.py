@@ -108,3 +108,25 @@ def test_the_page_says_how_the_runs_were_made_and_why_some_are_missing(tmp_path)
     assert "iperf 3.12" in html and "oc192" in html
     assert "failed: iperf3: the server is busy" in html
     assert ">nan<" not in html
+
+
+def test_time_series_and_rtt_cdfs_are_drawn_when_the_rows_hold_them(tmp_path):
+    run = tcp(1400.2, 2, 0)
+    run.extra = {
+        "interval_end_s": [1.0, 2.0, 3.0],
+        "interval_gbps": [8.0, 9.0, 9.2],
+        "stream_interval_gbps": [[4.0, 4.5, 4.6], [4.0, 4.5, 4.6]],
+    }
+    ping = tcp(1400.2, 1, 0)
+    ping.test, ping.tool, ping.cc, ping.streams, ping.throughput_gbps = (
+        "rtt",
+        "ping",
+        None,
+        None,
+        None,
+    )
+    ping.extra = {"rtt_samples_ms": [26.8, 26.9, 27.0, 26.85]}
+    frame = pd.DataFrame([r.as_dict() for r in (run, ping)], columns=list(COLUMNS))
+    html = write_report(frame, tmp_path, "study").read_text()
+    assert (tmp_path / "time-series-cubic-emulated.svg").exists()
+    assert (tmp_path / "rtt-cdf.svg").exists() and "RTT distributions" in html

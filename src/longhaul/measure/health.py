@@ -28,6 +28,9 @@ LOADED_SHARE = 0.5
 return path (TCP's acknowledgements): the line never ran short of time there, so a late
 release costs delay, not capacity, and is judged by how late it came (`LATE_SHARE` of the
 RTT: acknowledgements held that long slow a window-limited sender by that share)."""
+RETURN_PATH_FLOOR_MS = 0.1
+"""On short loops 5 % of the RTT is less than the emulator's own timing claim (idle RTT
+within 0.1 ms of the configured one); return-path lateness under it is not judged."""
 THROUGHPUT_TESTS = ("tcp_throughput", "udp_throughput")
 
 
@@ -53,7 +56,7 @@ def verdict(
         d = health.get(name) or {}
         if test in THROUGHPUT_TESTS and _return_path(d, span_s, rate_bps) and rtt_ms:
             late_ms = d.get("lateness_p99_ns", 0) / 1e6
-            if late_ms > LATE_SHARE * rtt_ms:
+            if late_ms > max(LATE_SHARE * rtt_ms, RETURN_PATH_FLOOR_MS):
                 reasons.append(
                     f"{name}: the return path's releases came {late_ms:.2f} ms late (p99), "
                     f"above {LATE_SHARE:.0%} of the {rtt_ms:g} ms RTT"

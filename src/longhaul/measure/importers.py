@@ -120,6 +120,7 @@ def _from_iperf3(result: iperf3.Iperf3Result, row: Row) -> Row:
     row.retransmits = result.retransmits
     row.rtt_ms = result.rtt_mean_ms
     row.rtt_std_ms = result.rtt_std_ms
+    row.extra.update(result.series)
     return row
 
 

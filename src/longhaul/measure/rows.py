@@ -47,7 +47,9 @@ class Row:
     raw_ref: str | None = None
     """Where the tool's own output is kept (a file path)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """What only some tests have: `rtt_samples_ms` (a list) for rtt and echo_jitter."""
+    """What only some tests have: `rtt_samples_ms` (a list) for rtt and echo_jitter;
+    for TCP runs the per-interval series (`interval_end_s`, `interval_gbps` and
+    `stream_interval_gbps`: see `tools.iperf3.Iperf3Result`)."""
     degraded: bool = False
     """The emulator could not honestly produce this run (see `measure.health`): the
     analysis leaves it out."""

@@ -280,6 +280,7 @@ def _tcp(run: Run, circuit: CircuitRecord, testbed: Testbed, row: Row) -> dict[s
     row.retransmits = result.retransmits
     row.rtt_ms = result.rtt_mean_ms
     row.rtt_std_ms = result.rtt_std_ms
+    row.extra.update(result.series)
     raw: dict[str, Any] = {"iperf3": result.raw}
     if cross is not None:
         received = cross.received_rate_bps / 1e9

@@ -7,7 +7,7 @@ which parameters), or None when the table holds nothing for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -213,6 +213,84 @@ def jitter_histograms(frame: pd.DataFrame) -> list[Drawn]:
         )
         drawn.append(Drawn(f"jitter-{_slug(miles)}", f"Jitter, {label} mi", caption, figure))
     return drawn
+
+
+def time_series(frame: pd.DataFrame) -> list[Drawn]:
+    """Throughput over time, per interval, of one TCP run per length and source (the one
+    with the most streams, its first repetition): each stream and their sum."""
+    tcp = _tcp(frame)
+    has_series = tcp["extra"].map(lambda extra: bool((extra or {}).get("interval_gbps")))
+    with_series = tcp[has_series.astype(bool)]
+    picked = [
+        group.sort_values(["streams", "repetition"], ascending=[False, True]).iloc[0]
+        for _, group in with_series.groupby(["source", "cc", "length_miles"])
+    ]
+    if not picked:
+        return []
+    drawn = []
+    for (source, cc), rows in pd.DataFrame(picked).groupby(["source", "cc"]):
+        runs = cast(list[dict[str, Any]], rows.sort_values("length_miles").to_dict("records"))
+        figure = Figure(figsize=(3.0 * len(runs), 2.8), layout="constrained")
+        axes_list = figure.subplots(1, len(runs), squeeze=False, sharey=True)
+        for axes, run in zip(axes_list[0], runs, strict=True):
+            _draw_series(axes, run["extra"])
+            title = f"{miles_label(float(run['length_miles']))} mi, n = {int(run['streams'])}"
+            axes.set_title(title, fontsize=9)
+        axes_list[0][0].set_ylabel("throughput (Gb/s)")
+        caption = (
+            f"{cc} ({source}): the sender's rate per interval (warm-up left out) of one run "
+            "per length, the one with the most streams: each stream (thin) and their sum "
+            "(black)."
+        )
+        name = f"time-series-{cc}-{source}"
+        drawn.append(Drawn(name, f"Over time, {cc} ({source})", caption, figure))
+    return drawn
+
+
+def _draw_series(axes: Axes, extra: dict[str, Any]) -> None:
+    totals = extra["interval_gbps"]
+    ends = extra.get("interval_end_s") or list(range(1, len(totals) + 1))
+    streams = extra.get("stream_interval_gbps") or []
+    if len(streams) > 1:
+        for stream in streams:
+            axes.plot(ends[: len(stream)], stream, linewidth=0.6, alpha=0.5)
+    axes.plot(ends, totals, color="black", linewidth=1.6)
+    axes.set_xlabel("time (s)", fontsize=8)
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+
+
+def rtt_cdfs(frame: pd.DataFrame) -> Drawn | None:
+    """Empirical CDFs of the round-trip samples above each run's least: ping (idle) per
+    length, and the jitter suite's exchanges per length, variant and size."""
+    curves: list[tuple[str, str, list[float]]] = []
+    pings = frame[frame["test"] == "rtt"]
+    for miles, group in pings.groupby("length_miles"):
+        samples = [s for extra in group["extra"] for s in (extra or {}).get("rtt_samples_ms", [])]
+        if samples:
+            curves.append(("ping", f"{miles_label(float(str(miles)))} mi", samples))
+    for echo in echo_samples(frame):
+        label = f"{miles_label(echo.length_miles)} mi, {echo.variant} {echo.message_bytes:,} B"
+        curves.append(("echo", label, echo.samples_ms))
+    if not curves:
+        return None
+    panels = [kind for kind in ("ping", "echo") if any(c[0] == kind for c in curves)]
+    figure = Figure(figsize=(3.6 * len(panels), 3.0), layout="constrained")
+    axes_list = figure.subplots(1, len(panels), squeeze=False)
+    for axes, kind in zip(axes_list[0], panels, strict=True):
+        for _, label, samples in (c for c in curves if c[0] == kind):
+            above = np.sort(np.asarray(samples) - min(samples))
+            axes.step(above, np.arange(1, above.size + 1) / above.size, where="post", label=label)
+        axes.set_title("ping (idle)" if kind == "ping" else "jitter suite (TCP)", fontsize=9)
+        axes.set_xlabel("RTT above the least (ms)", fontsize=8)
+        axes.set_ylabel("share of samples", fontsize=8)
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=6)
+    caption = (
+        "How the round-trip times spread: the empirical CDF of each sample's excess over "
+        f"the least of its set; source: {_sources(frame)}."
+    )
+    return Drawn("rtt-cdf", "RTT distributions", caption, figure)
 
 
 def _slug(miles: float) -> str:

@@ -40,6 +40,8 @@ def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bo
         *[d for d in (figures.throughput_by_length(frame, published, streams),) if d],
         *[d for d in (figures.cross_traffic(frame),) if d],
         *figures.jitter_histograms(frame),
+        *figures.time_series(frame),
+        *[d for d in (figures.rtt_cdfs(frame),) if d],
     ]
     shown = [_save(d, folder) for d in drawn]
     page = _TEMPLATES.get_template("report.html").render(

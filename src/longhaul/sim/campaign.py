@@ -90,6 +90,7 @@ def row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
             "loss_per_packet": run.test.values["loss_per_packet"],
             "loss_per_mile": run.test.values["loss_per_mile"],
             "realtime_factor": report["perf"]["realtime_factor"],
+            **result.series,
         },
     )
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul.testbed import emulator, netns
+from longhaul.testbed import emulator, netns, serving
 from longhaul.testbed.netns import TestbedError
 from longhaul.testbed.plan import cross_host
 from longhaul.testbed.state import CircuitRecord, CrossRecord
@@ -61,19 +62,17 @@ class CrossTraffic:
         self.on_off = (on_s, off_s)
         self._sink: subprocess.Popen[str] | None = None
         self._sender: subprocess.Popen[str] | None = None
+        self._serving = ExitStack()
 
     def start(self) -> CrossTraffic:
         binary = str(emulator.binary())
         target = f"{self.circuit.dst_addr}:{self.port}"
         sink_argv = [binary, "udp-sink", "--listen", target,
                      "--duration", f"{self.duration_s + 5:g}s", "--idle-timeout", "2s"]  # fmt: skip
-        self._sink = subprocess.Popen(
-            netns.command(self.circuit.dst_ns, sink_argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        ready = serving.says('"listening"', "the UDP sink", TestbedError)
+        self._sink = self._serving.enter_context(
+            serving.serving(self.circuit.dst_ns, sink_argv, ready)
         )
-        self._wait_listening()
         send_argv = [binary, "udp-send", "--to", target, "--bind", self.attached.cross_addr,
                      "--rate", str(self.rate_bps), "--duration", f"{self.duration_s:g}s",
                      "--size", str(DATAGRAM_BYTES)]  # fmt: skip
@@ -87,13 +86,6 @@ class CrossTraffic:
             text=True,
         )
         return self
-
-    def _wait_listening(self) -> None:
-        assert self._sink is not None and self._sink.stderr is not None
-        line = self._sink.stderr.readline()  # the sink says so once it is bound
-        if '"listening"' not in line:
-            rest = self._sink.stderr.read() if self._sink.poll() is not None else ""
-            raise TestbedError(f"the UDP sink did not start: {(line + rest).strip()}")
 
     def finish(self) -> CrossTrafficResult:
         """Wait for the sender to end and the sink to see the last datagram; both reports."""
@@ -110,14 +102,9 @@ class CrossTraffic:
         )
 
     def stop(self) -> None:
-        for process in (self._sender, self._sink):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=5)
+        if self._sender is not None:
+            serving.stop(self._sender)
+        self._serving.close()
 
 
 def _report(what: str, out: str, err: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from longhaul.testbed import emulator, netns
+from longhaul.testbed import emulator, netns, serving
 
 
 class EchoError(RuntimeError):
@@ -40,44 +40,14 @@ def run(test: EchoTest) -> EchoResult:
     """A server for the test's length, then the probe; bounded in time."""
     binary = str(emulator.binary())
     budget_s = (test.samples + 3) * max(test.interval_s, 2 * test.rtt_ms / 1000) + 30
-    server = subprocess.Popen(
-        netns.command(
-            test.server_ns,
-            [
-                binary,
-                "tcp-echo",
-                "serve",
-                "--listen",
-                f"{test.address}:{test.port}",
-                "--duration",
-                f"{budget_s:g}s",
-            ],
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        if "listening" not in line:
-            raise EchoError(f"the echo server did not start: {line.strip()}")
+    serve = [binary, "tcp-echo", "serve", "--listen", f"{test.address}:{test.port}",
+             "--duration", f"{budget_s:g}s"]  # fmt: skip
+    ready = serving.says("listening", "the echo server", EchoError)
+    with serving.serving(test.server_ns, serve, ready):
         interval = f"{test.interval_s * 1000:g}ms"
-        probe = [
-            binary,
-            "tcp-echo",
-            "probe",
-            "--to",
-            f"{test.address}:{test.port}",
-            "--mode",
-            test.variant,
-            "--size",
-            str(test.message_bytes),
-            "--count",
-            str(test.samples),
-            "--interval",
-            interval,
-        ]
+        probe = [binary, "tcp-echo", "probe", "--to", f"{test.address}:{test.port}",
+                 "--mode", test.variant, "--size", str(test.message_bytes),
+                 "--count", str(test.samples), "--interval", interval]  # fmt: skip
         try:
             done = subprocess.run(
                 netns.command(test.client_ns, probe),
@@ -92,10 +62,3 @@ def run(test: EchoTest) -> EchoResult:
             raise EchoError(f"the echo probe failed: {done.stderr.strip()[-300:]}")
         report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         return EchoResult([float(s) for s in report["samples_ms"]], report)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=5)

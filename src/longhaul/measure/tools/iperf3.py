@@ -15,11 +15,10 @@ import re
 import shutil
 import statistics
 import subprocess
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from longhaul.testbed import netns
+from longhaul.testbed import netns, serving
 
 
 class Iperf3Error(RuntimeError):
@@ -63,6 +62,12 @@ class Iperf3Result:
     """UDP: datagrams sent."""
     jitter_ms: float | None = None
     """UDP: the receiver's RFC 3550 interarrival jitter."""
+    interval_end_s: list[float] = field(default_factory=list)
+    """When each measured interval ended, seconds from the start (warm-up left out)."""
+    interval_gbps: list[float] = field(default_factory=list)
+    """The sender's rate over each measured interval, all streams together."""
+    stream_interval_gbps: list[list[float]] = field(default_factory=list)
+    """The same per stream: one list per stream, one value per interval."""
 
     @property
     def rtt_mean_ms(self) -> float | None:
@@ -71,6 +76,15 @@ class Iperf3Result:
     @property
     def rtt_std_ms(self) -> float | None:
         return statistics.pstdev(self.rtt_ms) if len(self.rtt_ms) > 1 else None
+
+    @property
+    def series(self) -> dict[str, Any]:
+        """The per-interval series, as a row's `extra` keeps them."""
+        return {
+            "interval_end_s": self.interval_end_s,
+            "interval_gbps": self.interval_gbps,
+            "stream_interval_gbps": self.stream_interval_gbps,
+        }
 
     @property
     def system_info(self) -> str | None:
@@ -121,6 +135,7 @@ def parse(text: str) -> Iperf3Result:
         if stream.get("rtt")
     ]
     sent_bps = float(sent.get("bits_per_second") or 0.0)
+    measured = [i for i in document.get("intervals", []) if not i.get("sum", {}).get("omitted")]
     return Iperf3Result(
         goodput_bps=_udp_received_bps(sent_bps, received)
         if udp
@@ -133,7 +148,17 @@ def parse(text: str) -> Iperf3Result:
         lost_packets=_int(received.get("lost_packets")) if udp else None,
         packets=_int(received.get("packets")) if udp else None,
         jitter_ms=_float(received.get("jitter_ms")) if udp else None,
+        interval_end_s=[float(i.get("sum", {}).get("end") or 0.0) for i in measured],
+        interval_gbps=[_gbps(i.get("sum", {})) for i in measured],
+        stream_interval_gbps=[
+            [_gbps(i["streams"][k]) for i in measured if k < len(i.get("streams", []))]
+            for k in range(max((len(i.get("streams", [])) for i in measured), default=0))
+        ],
     )
+
+
+def _gbps(summary: dict[str, Any]) -> float:
+    return float(summary.get("bits_per_second") or 0.0) / 1e9
 
 
 def _udp_received_bps(sent_bps: float, received: dict[str, Any]) -> float:
@@ -184,14 +209,9 @@ def run(test: Iperf3Test) -> Iperf3Result:
     client's. Bounded by `timeout_s`."""
     if shutil.which("iperf3") is None:
         raise Iperf3Error("iperf3 is missing: apt-get install iperf3 (make setup does)")
-    server = subprocess.Popen(
-        netns.command(test.server_ns, ["iperf3", "-s", "-1", "-p", str(test.port)]),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        _wait_listening(test)
+    server_argv = ["iperf3", "-s", "-1", "-p", str(test.port)]
+    ready = serving.listens(test.server_ns, test.port, "the iperf3 server", Iperf3Error)
+    with serving.serving(test.server_ns, server_argv, ready, merge_output=True):
         argv = ["iperf3", "-c", test.address, "-p", str(test.port), "-J",
                 "-t", f"{test.duration_s:g}", "-O", f"{test.omit_s:g}",
                 "-P", str(test.streams), "-C", test.cc]  # fmt: skip
@@ -205,29 +225,7 @@ def run(test: Iperf3Test) -> Iperf3Result:
             )
         except subprocess.TimeoutExpired as exc:
             raise Iperf3Error(f"iperf3 ran over its {timeout_s(test):.0f} s") from exc
-        result = parse(client.stdout + client.stderr)  # iperf3's own message first
-        if client.returncode != 0:
-            raise Iperf3Error(f"iperf3 exited with status {client.returncode}: {client.stderr}")
-        return result
-    finally:
-        if server.poll() is None:
-            server.terminate()
-        try:
-            server.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=5)
-
-
-def _wait_listening(test: Iperf3Test) -> None:
-    """Until the server's port is open (iperf3 prints nothing we can wait on reliably)."""
-    deadline = time.monotonic() + 5
-    probe = ["sh", "-c", f"ss -Hltn 'sport = :{test.port}' | grep -q LISTEN"]
-    while time.monotonic() < deadline:
-        found = subprocess.run(
-            netns.command(test.server_ns, probe), capture_output=True, check=False, timeout=5
-        )
-        if found.returncode == 0:
-            return
-        time.sleep(0.05)
-    raise Iperf3Error(f"the iperf3 server in {test.server_ns} did not start listening")
+    result = parse(client.stdout + client.stderr)  # iperf3's own message first
+    if client.returncode != 0:
+        raise Iperf3Error(f"iperf3 exited with status {client.returncode}: {client.stderr}")
+    return result

@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul.testbed import emulator, netns
+from longhaul.testbed import emulator, netns, serving
 
 
 class UdpError(RuntimeError):
@@ -30,55 +30,23 @@ def run(test: UdpTest) -> tuple[dict[str, Any], dict[str, Any]]:
     """Send for `duration_s`; the sender's and the sink's reports."""
     binary = str(emulator.binary())
     target = f"{test.address}:{test.port}"
-    sink = subprocess.Popen(
-        netns.command(
-            test.server_ns,
-            [
-                binary,
-                "udp-sink",
-                "--listen",
-                target,
-                "--duration",
-                f"{test.duration_s + 5:g}s",
-                "--idle-timeout",
-                "2s",
-            ],
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert sink.stderr is not None
-        line = sink.stderr.readline()
-        if "listening" not in line:
-            raise UdpError(f"the UDP sink did not start: {line.strip()}")
-        sent = subprocess.run(
-            netns.command(
-                test.client_ns,
-                [
-                    binary,
-                    "udp-send",
-                    "--to",
-                    target,
-                    "--rate",
-                    str(test.rate_bps),
-                    "--duration",
-                    f"{test.duration_s:g}s",
-                ],
-            ),
-            capture_output=True,
-            text=True,
-            timeout=test.duration_s + 30,
-            check=False,
-        )
-        received, errors = sink.communicate(timeout=30)
-    except subprocess.TimeoutExpired as exc:
-        raise UdpError("the UDP test ran over its time") from exc
-    finally:
-        if sink.poll() is None:
-            sink.kill()
-            sink.wait(timeout=5)
+    sink_argv = [binary, "udp-sink", "--listen", target,
+                 "--duration", f"{test.duration_s + 5:g}s", "--idle-timeout", "2s"]  # fmt: skip
+    send_argv = [binary, "udp-send", "--to", target, "--rate", str(test.rate_bps),
+                 "--duration", f"{test.duration_s:g}s"]  # fmt: skip
+    ready = serving.says("listening", "the UDP sink", UdpError)
+    with serving.serving(test.server_ns, sink_argv, ready) as sink:
+        try:
+            sent = subprocess.run(
+                netns.command(test.client_ns, send_argv),
+                capture_output=True,
+                text=True,
+                timeout=test.duration_s + 30,
+                check=False,
+            )
+            received, errors = sink.communicate(timeout=30)
+        except subprocess.TimeoutExpired as exc:
+            raise UdpError("the UDP test ran over its time") from exc
     return _last_json(sent.stdout, sent.stderr), _last_json(received, errors)
 
 
