@@ -75,7 +75,7 @@ def test_the_estimate_grows_with_length_and_streams():
         (
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
             'tool = "sim"\ncc = ["bbr"]',
-            "tests[0].cc: the simulator does not model bbr",
+            "tests[0].cc: the simulator offers only reno, bic, cubic, htcp, highspeed, scalable, vegas; bbr needs tool = 'iperf3'",
         ),
         (
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
@@ -93,7 +93,7 @@ def test_the_estimate_grows_with_length_and_streams():
         ),
         (
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "rtt"\nstreams = [2]',
-            "rtt takes no 'streams'",
+            "rtt with ping takes no 'streams'",
         ),
         (
             'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "rtt"\nsamples = [2, 3]',

@@ -37,58 +37,42 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longhaul.errors import InputError
-from longhaul.sim.scenarios import DEFAULT_HOST, HOST_PRESET_MTU_BYTES, HOST_PRESETS, SIM_CC
-
-
-@dataclass(frozen=True)
-class Param:
-    """A parameter a test takes: as a list (a grid dimension) or a single value."""
-
-    name: str
-    kind: type
-    default: Any
-    grid: bool
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    """Only these tools take it (empty: every tool of the test)."""
+from longhaul.measure import tools
+from longhaul.measure.params import Param
 
 
 @dataclass(frozen=True)
 class TestKind:
     name: str
-    tools: tuple[str, ...]
     params: tuple[Param, ...]
+    """What every tool of the test takes (a tool may take more: `Tool.params`)."""
     description: str
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The tools that run it, its default first."""
+        return tools.names_for(self.name)
 
 
 _COMMON = (Param("repetitions", int, 1, grid=False, low=1, high=1000),)
-_CC = ("cubic", "reno", "bbr")
-"""What the kernel offers (iperf3 -C)."""
 
 TESTS: dict[str, TestKind] = {
     t.name: t
     for t in (
         TestKind(
             "tcp_throughput",
-            ("iperf3", "sim"),
             (
-                Param("cc", str, ["cubic"], grid=True, choices=tuple(dict.fromkeys(_CC + SIM_CC))),
+                Param("cc", str, ["cubic"], grid=True),
                 Param("streams", int, [1], grid=True, low=1, high=128),
                 Param("cross_traffic_gbps", float, [0.0], grid=True, low=0, high=40),
                 Param("duration_s", float, 10.0, grid=False, low=1, high=3600),
                 Param("warmup_s", float, 2.0, grid=False, low=0, high=600),
-                Param("host", str, DEFAULT_HOST, grid=False, choices=HOST_PRESETS, tools=("sim",)),
-                Param("loss_per_packet", float, 0.0, grid=False, low=0, high=0.1, tools=("sim",)),
-                Param("loss_per_mile", float, 0.0, grid=False, low=0, high=1e-4, tools=("sim",)),
                 *_COMMON,
             ),
             "TCP goodput (iperf3 -C cc -P streams, or the simulator), warm-up left out",
         ),
         TestKind(
             "udp_throughput",
-            ("udp",),
             (
                 Param("rate_gbps", float, [1.0], grid=True, low=0.001, high=40),
                 Param("duration_s", float, 5.0, grid=False, low=1, high=3600),
@@ -98,7 +82,6 @@ TESTS: dict[str, TestKind] = {
         ),
         TestKind(
             "rtt",
-            ("ping",),
             (
                 Param("samples", int, 50, grid=False, low=1, high=100_000),
                 Param("interval_s", float, 0.05, grid=False, low=0.002, high=60),
@@ -108,7 +91,6 @@ TESTS: dict[str, TestKind] = {
         ),
         TestKind(
             "echo_jitter",
-            ("echo",),
             (
                 Param("variant", str, ["echo", "size"], grid=True, choices=("echo", "size")),
                 Param("message_bytes", int, [64], grid=True, low=1, high=16 * 2**20),
@@ -120,13 +102,7 @@ TESTS: dict[str, TestKind] = {
         ),
     )
 }
-"""Every test longhaul runs, with its tools and parameters."""
-
-SIM_PACKETS_PER_S = 6e6
-"""Data packets longhaul-sim moves per wall-clock second on one core, rounded down from
-`longhaul bench sim` (8-10 million at 10 Gb/s with MTU 1500 on this machine)."""
-SIM_LINE_RATE_BPS = 10e9
-"""What no simulated host sends faster than (the presets' 10GigE NICs)."""
+"""Every test longhaul runs, with the parameters all its tools take."""
 
 LONG_CAMPAIGN_S = 3600.0
 """A campaign estimated longer than this needs `--yes`."""
@@ -195,21 +171,8 @@ class Run:
         return "|".join(parts)
 
     def estimate_s(self) -> float:
-        """How long the run takes, set-up and wind-down included."""
-        v: dict[str, float] = self.test.values
-        rtt_s = self.connection.rtt_ms / 1000
-        if self.test.tool == "sim":
-            mtu_bytes = HOST_PRESET_MTU_BYTES[str(self.test.values.get("host", DEFAULT_HOST))]
-            packets = SIM_LINE_RATE_BPS / 8 / mtu_bytes * (v["duration_s"] + v["warmup_s"])
-            return 0.2 + packets / SIM_PACKETS_PER_S
-        if self.test.name == "tcp_throughput":
-            streams: int = self.params["streams"]
-            return v["duration_s"] + v["warmup_s"] + 2 + (10 + 4 * streams) * rtt_s
-        if self.test.name == "udp_throughput":
-            return v["duration_s"] + 3 + rtt_s
-        if self.test.name == "rtt":
-            return v["samples"] * max(v["interval_s"], rtt_s) + 1
-        return (v["samples"] + 3) * max(v["interval_s"], 2 * rtt_s) + 1
+        """How long the run takes, set-up and wind-down included (its tool says)."""
+        return tools.tool(self.test.tool).estimate_s(self)
 
 
 def parse(text: str, source: str = "campaign") -> Campaign:
@@ -309,43 +272,47 @@ def _test(index: int, raw: Any, where: str, problems: list[str]) -> TestSpec | N
             f"{where}.test: {raw.get('test')!r} is not a test; choose from {', '.join(TESTS)}"
         )
         return None
-    tool = raw.get("tool", kind.tools[0])
-    if tool not in kind.tools:
+    name = str(raw.get("tool", kind.tools[0]))
+    if name not in kind.tools:
         problems.append(
-            f"{where}.tool: {tool!r} cannot run {kind.name}; it runs with {', '.join(kind.tools)}"
+            f"{where}.tool: {name!r} cannot run {kind.name}; it runs with {', '.join(kind.tools)}"
         )
-    values: dict[str, Any] = {}
-    for param in kind.params:
-        values[param.name] = _value(param, raw.get(param.name, param.default), where, problems)
+        return None
+    tool = tools.tool(name)
+    params = (*kind.params, *tool.params)
+    values = {p.name: _value(p, raw.get(p.name, p.default), where, problems) for p in params}
     loops = raw.get("loops_miles")
     only = None if loops is None else tuple(_lengths(loops, f"{where}.loops_miles", problems))
-    known = {p.name for p in kind.params} | {"test", "tool", "loops_miles"}
-    for param in kind.params:
-        if param.tools and tool not in param.tools and param.name in raw:
-            problems.append(f"{where}.{param.name}: only tool = {param.tools[0]!r} takes it")
     if "cc" in values:
-        _check_cc(str(tool), values["cc"], where, problems)
+        _check_cc(tool, kind, values["cc"], where, problems)
+    known = {p.name for p in params} | {"test", "tool", "loops_miles"}
     for key in sorted(set(raw) - known):
-        problems.append(
-            f"{where}.{key}: {kind.name} takes no {key!r}; it takes "
-            f"{', '.join(p.name for p in kind.params)}"
-        )
-    return TestSpec(index, kind, str(tool), values, only)
+        problems.append(_unknown_key(kind, tool, key, where, params))
+    return TestSpec(index, kind, name, values, only)
 
 
-def _check_cc(tool: str, chosen: list[Any], where: str, problems: list[str]) -> None:
-    allowed = SIM_CC if tool == "sim" else _CC
+def _unknown_key(
+    kind: TestKind, tool: tools.Tool, key: str, where: str, params: tuple[Param, ...]
+) -> str:
+    """Why `key` is refused: another tool of the test takes it, or none does."""
+    for other in kind.tools:
+        if other != tool.name and any(p.name == key for p in tools.tool(other).params):
+            return f"{where}.{key}: only tool = {other!r} takes it"
+    return (
+        f"{where}.{key}: {kind.name} with {tool.name} takes no {key!r}; it takes "
+        f"{', '.join(p.name for p in params)}"
+    )
+
+
+def _check_cc(
+    tool: tools.Tool, kind: TestKind, chosen: list[Any], where: str, problems: list[str]
+) -> None:
     for cc in chosen:
-        if cc in allowed or not isinstance(cc, str):
+        if cc in tool.cc or not isinstance(cc, str):
             continue
-        if tool == "sim":
-            problems.append(
-                f"{where}.cc: the simulator does not model {cc}; it has {', '.join(SIM_CC)}"
-            )
-        else:
-            problems.append(
-                f"{where}.cc: the kernel offers only {', '.join(_CC)}; {cc} needs tool = 'sim'"
-            )
+        others = [o for o in kind.tools if o != tool.name and cc in tools.tool(o).cc]
+        fix = f"{cc} needs tool = {others[0]!r}" if others else f"no tool of {kind.name} has {cc}"
+        problems.append(f"{where}.cc: {tool.cc_source} offers only {', '.join(tool.cc)}; {fix}")
 
 
 def _value(param: Param, value: Any, where: str, problems: list[str]) -> Any:

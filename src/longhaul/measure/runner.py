@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,21 +21,16 @@ from typing import Any
 
 from longhaul.errors import InputError
 from longhaul.measure import campaign as campaigns
-from longhaul.measure import health, meta
+from longhaul.measure import health, meta, tools
 from longhaul.measure.campaign import Campaign, Connection, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
-from longhaul.measure.tools import echo, iperf3, ping, udp
-from longhaul.testbed import CircuitRecord, Testbed, crosstraffic, loop_spec
+from longhaul.testbed import CircuitRecord, Testbed, loop_spec
 from longhaul.testbed.plan import miles_label
 from longhaul.testbed.watch import Watch
 
-CROSS_HELD = 0.95
-"""Cross-traffic that delivered less than this share of its rate did not hold."""
 RETRIES = 2
 """How many times a degraded or failed run is run again before it is stored so."""
-TOOL_ERRORS = (iperf3.Iperf3Error, ping.PingError, echo.EchoError, udp.UdpError)
-"""What a tool raises when its run failed (the run is stored as failed)."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +84,10 @@ def plan_connections(campaign: Campaign, testbed: Testbed) -> list[Connection]:
 
 def check_tools(campaign: Campaign) -> None:
     """Stop before anything runs if a tool the campaign needs is missing."""
-    if any(t.tool == "iperf3" for t in campaign.tests) and shutil.which("iperf3") is None:
-        raise InputError("tool", "iperf3 is missing: apt-get install iperf3 (make setup does)")
-    if any(t.tool == "ping" for t in campaign.tests) and shutil.which("ping") is None:
-        raise InputError("tool", "ping is missing: apt-get install iputils-ping")
+    for name in dict.fromkeys(t.tool for t in campaign.tests):
+        missing = tools.tool(name).missing()
+        if missing:
+            raise InputError("tool", missing)
 
 
 def prepare(campaign: Campaign, testbed: Testbed) -> Prepared:
@@ -229,15 +222,8 @@ def execute(
     watch = Watch.start(circuit)
     test = run.test.name
     try:
-        if test == "tcp_throughput":
-            raw = _tcp(run, circuit, testbed, row)
-        elif test == "udp_throughput":
-            raw = _udp(run, circuit, row)
-        elif test == "rtt":
-            raw = _rtt(run, circuit, row)
-        else:
-            raw = _echo(run, circuit, row)
-    except TOOL_ERRORS as exc:
+        raw = tools.tool(run.test.tool).measure(run, circuit, testbed, row)
+    except tools.ToolError as exc:
         # Kept as a failed run: the tool's message, no measurement.
         row.error = str(exc)
         raw = {"error": row.error}
@@ -248,112 +234,6 @@ def execute(
     row.health = {**health.summary(record), "reasons": list(judged.reasons)}
     raw["emulator_health"] = record
     return row, raw
-
-
-def _tcp(run: Run, circuit: CircuitRecord, testbed: Testbed, row: Row) -> dict[str, Any]:
-    values, params = run.test.values, run.params
-    row.cc, row.streams = params["cc"], params["streams"]
-    row.cross_traffic_gbps = params["cross_traffic_gbps"]
-    test = iperf3.Iperf3Test(
-        client_ns=circuit.src_ns,
-        server_ns=circuit.dst_ns,
-        address=circuit.dst_addr,
-        duration_s=values["duration_s"],
-        omit_s=values["warmup_s"],
-        streams=params["streams"],
-        cc=params["cc"],
-        rtt_ms=circuit.rtt_ms,
-    )
-    traffic = None
-    if row.cross_traffic_gbps > 0:
-        attached = testbed.attach_cross_host(circuit.number)
-        length_s = values["duration_s"] + values["warmup_s"] + 1
-        rate_bps = round(row.cross_traffic_gbps * 1e9)
-        traffic = crosstraffic.CrossTraffic(circuit, attached, rate_bps, length_s).start()
-    try:
-        result = iperf3.run(test)
-        cross = traffic.finish() if traffic is not None else None
-    finally:
-        if traffic is not None:
-            traffic.stop()
-    row.throughput_gbps = result.goodput_bps / 1e9
-    row.retransmits = result.retransmits
-    row.rtt_ms = result.rtt_mean_ms
-    row.rtt_std_ms = result.rtt_std_ms
-    row.extra.update(result.series)
-    raw: dict[str, Any] = {"iperf3": result.raw}
-    if cross is not None:
-        received = cross.received_rate_bps / 1e9
-        row.extra.update(
-            {
-                "cross_sent_gbps": cross.sent.get("rate_bps", 0) / 1e9,
-                "cross_received_gbps": received,
-                "cross_lost": cross.lost,
-                "cross_held": received >= CROSS_HELD * row.cross_traffic_gbps,
-            }
-        )
-        raw["cross_traffic"] = {"sent": cross.sent, "received": cross.received}
-    return raw
-
-
-def _udp(run: Run, circuit: CircuitRecord, row: Row) -> dict[str, Any]:
-    rate_gbps = run.params["rate_gbps"]
-    sent, received = udp.run(
-        udp.UdpTest(
-            circuit.src_ns,
-            circuit.dst_ns,
-            circuit.dst_addr,
-            round(rate_gbps * 1e9),
-            run.test.values["duration_s"],
-        )
-    )
-    row.throughput_gbps = float(received.get("rate_bps", 0.0)) / 1e9
-    row.extra.update(
-        {
-            "sent_gbps": float(sent.get("rate_bps", 0.0)) / 1e9,
-            "offered_gbps": rate_gbps,
-            "lost": received.get("lost", 0),
-        }
-    )
-    return {"sent": sent, "received": received}
-
-
-def _rtt(run: Run, circuit: CircuitRecord, row: Row) -> dict[str, Any]:
-    values = run.test.values
-    result = ping.run(circuit.src_ns, circuit.dst_addr, values["samples"], values["interval_s"])
-    row.rtt_ms = result.avg_ms
-    row.rtt_std_ms = result.mdev_ms
-    row.extra.update(
-        {
-            "rtt_samples_ms": result.times_ms,
-            "lost": result.sent - result.received,
-            "rtt_min_ms": result.min_ms,
-            "rtt_max_ms": result.max_ms,
-        }
-    )
-    return {"ping": result.__dict__}
-
-
-def _echo(run: Run, circuit: CircuitRecord, row: Row) -> dict[str, Any]:
-    values, params = run.test.values, run.params
-    row.variant, row.message_bytes = params["variant"], params["message_bytes"]
-    result = echo.run(
-        echo.EchoTest(
-            circuit.src_ns,
-            circuit.dst_ns,
-            circuit.dst_addr,
-            params["variant"],
-            params["message_bytes"],
-            values["samples"],
-            values["interval_s"],
-            rtt_ms=circuit.rtt_ms,
-        )
-    )
-    samples = result.samples_ms
-    row.rtt_ms = statistics.fmean(samples) if samples else None
-    row.rtt_std_ms = statistics.pstdev(samples) if len(samples) > 1 else None
-    row.extra["rtt_samples_ms"] = samples
-    return {"echo": result.raw}
 
 
 def _describe(run: Run) -> str:

@@ -6,14 +6,22 @@ many bytes sent back (`size`)."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from longhaul.measure.params import Param
+from longhaul.measure.tools import ToolError
 from longhaul.testbed import emulator, netns, serving
 
+if TYPE_CHECKING:
+    from longhaul.measure.campaign import Run
+    from longhaul.measure.rows import Row
+    from longhaul.testbed import CircuitRecord, Testbed
 
-class EchoError(RuntimeError):
+
+class EchoError(ToolError):
     """The echo tool failed; the message says what it printed."""
 
 
@@ -62,3 +70,51 @@ def run(test: EchoTest) -> EchoResult:
             raise EchoError(f"the echo probe failed: {done.stderr.strip()[-300:]}")
         report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         return EchoResult([float(s) for s in report["samples_ms"]], report)
+
+
+class EchoTool:
+    """echo_jitter with longhaul-wan's TCP echo server and probe (USN's jitter suite)."""
+
+    name = "echo"
+    test = "echo_jitter"
+    params: tuple[Param, ...] = ()
+    cc: tuple[str, ...] = ()
+    cc_source = ""
+
+    def missing(self) -> str | None:
+        try:
+            emulator.binary()
+        except RuntimeError as exc:
+            return str(exc)
+        return None
+
+    def estimate_s(self, planned: Run) -> float:
+        values = planned.test.values
+        rtt_s = planned.connection.rtt_ms / 1000
+        return float((values["samples"] + 3) * max(values["interval_s"], 2 * rtt_s) + 1)
+
+    def measure(
+        self, planned: Run, circuit: CircuitRecord, testbed: Testbed, row: Row
+    ) -> dict[str, Any]:
+        values, params = planned.test.values, planned.params
+        row.variant, row.message_bytes = params["variant"], params["message_bytes"]
+        result = run(
+            EchoTest(
+                circuit.src_ns,
+                circuit.dst_ns,
+                circuit.dst_addr,
+                params["variant"],
+                params["message_bytes"],
+                values["samples"],
+                values["interval_s"],
+                rtt_ms=circuit.rtt_ms,
+            )
+        )
+        samples = result.samples_ms
+        row.rtt_ms = statistics.fmean(samples) if samples else None
+        row.rtt_std_ms = statistics.pstdev(samples) if len(samples) > 1 else None
+        row.extra["rtt_samples_ms"] = samples
+        return {"echo": result.raw}
+
+
+TOOL = EchoTool()

@@ -16,12 +16,19 @@ import shutil
 import statistics
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from longhaul.testbed import netns, serving
+from longhaul.measure.params import KERNEL_CC, Param
+from longhaul.measure.tools import ToolError
+from longhaul.testbed import crosstraffic, netns, serving
+
+if TYPE_CHECKING:
+    from longhaul.measure.campaign import Run
+    from longhaul.measure.rows import Row
+    from longhaul.testbed import CircuitRecord, Testbed
 
 
-class Iperf3Error(RuntimeError):
+class Iperf3Error(ToolError):
     """iperf3 failed or is missing; the message says which and how to fix it."""
 
 
@@ -229,3 +236,78 @@ def run(test: Iperf3Test) -> Iperf3Result:
     if client.returncode != 0:
         raise Iperf3Error(f"iperf3 exited with status {client.returncode}: {client.stderr}")
     return result
+
+
+CROSS_HELD = 0.95
+"""Cross-traffic that delivered less than this share of its rate did not hold."""
+
+
+class Iperf3Tool:
+    """tcp_throughput with iperf3 between the circuit's hosts, with UDP cross-traffic
+    from the cross-traffic host when the run asks for it."""
+
+    name = "iperf3"
+    test = "tcp_throughput"
+    params: tuple[Param, ...] = ()
+    cc = KERNEL_CC
+    cc_source = "the kernel"
+
+    def missing(self) -> str | None:
+        if shutil.which("iperf3") is None:
+            return "iperf3 is missing: apt-get install iperf3 (make setup does)"
+        return None
+
+    def estimate_s(self, planned: Run) -> float:
+        values, streams = planned.test.values, planned.params["streams"]
+        round_trips_s = (10 + 4 * streams) * planned.connection.rtt_ms / 1000
+        return float(values["duration_s"] + values["warmup_s"] + 2 + round_trips_s)
+
+    def measure(
+        self, planned: Run, circuit: CircuitRecord, testbed: Testbed, row: Row
+    ) -> dict[str, Any]:
+        values, params = planned.test.values, planned.params
+        row.cc, row.streams = params["cc"], params["streams"]
+        row.cross_traffic_gbps = params["cross_traffic_gbps"]
+        test = Iperf3Test(
+            client_ns=circuit.src_ns,
+            server_ns=circuit.dst_ns,
+            address=circuit.dst_addr,
+            duration_s=values["duration_s"],
+            omit_s=values["warmup_s"],
+            streams=params["streams"],
+            cc=params["cc"],
+            rtt_ms=circuit.rtt_ms,
+        )
+        traffic = None
+        if row.cross_traffic_gbps > 0:
+            attached = testbed.attach_cross_host(circuit.number)
+            length_s = values["duration_s"] + values["warmup_s"] + 1
+            rate_bps = round(row.cross_traffic_gbps * 1e9)
+            traffic = crosstraffic.CrossTraffic(circuit, attached, rate_bps, length_s).start()
+        try:
+            result = run(test)
+            cross = traffic.finish() if traffic is not None else None
+        finally:
+            if traffic is not None:
+                traffic.stop()
+        row.throughput_gbps = result.goodput_bps / 1e9
+        row.retransmits = result.retransmits
+        row.rtt_ms = result.rtt_mean_ms
+        row.rtt_std_ms = result.rtt_std_ms
+        row.extra.update(result.series)
+        raw: dict[str, Any] = {"iperf3": result.raw}
+        if cross is not None:
+            received = cross.received_rate_bps / 1e9
+            row.extra.update(
+                {
+                    "cross_sent_gbps": cross.sent.get("rate_bps", 0) / 1e9,
+                    "cross_received_gbps": received,
+                    "cross_lost": cross.lost,
+                    "cross_held": received >= CROSS_HELD * row.cross_traffic_gbps,
+                }
+            )
+            raw["cross_traffic"] = {"sent": cross.sent, "received": cross.received}
+        return raw
+
+
+TOOL = Iperf3Tool()

@@ -7,13 +7,22 @@ summary to the microsecond; `parse` keeps both.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from longhaul.measure.params import Param
+from longhaul.measure.tools import ToolError
 from longhaul.testbed import netns
 
+if TYPE_CHECKING:
+    from longhaul.measure.campaign import Run
+    from longhaul.measure.rows import Row
+    from longhaul.testbed import CircuitRecord, Testbed
 
-class PingError(RuntimeError):
+
+class PingError(ToolError):
     """ping failed: no output of its own, no reply at all, or it ran over its time."""
 
 
@@ -72,3 +81,42 @@ def run(namespace: str, address: str, count: int, interval_s: float = 0.05) -> P
     if result.received == 0:
         raise PingError(f"no reply to any of {result.sent} pings of {address}")
     return result
+
+
+class PingTool:
+    """rtt with ping from the circuit's source host to its destination."""
+
+    name = "ping"
+    test = "rtt"
+    params: tuple[Param, ...] = ()
+    cc: tuple[str, ...] = ()
+    cc_source = ""
+
+    def missing(self) -> str | None:
+        if shutil.which("ping") is None:
+            return "ping is missing: apt-get install iputils-ping"
+        return None
+
+    def estimate_s(self, planned: Run) -> float:
+        values, rtt_s = planned.test.values, planned.connection.rtt_ms / 1000
+        return float(values["samples"] * max(values["interval_s"], rtt_s) + 1)
+
+    def measure(
+        self, planned: Run, circuit: CircuitRecord, testbed: Testbed, row: Row
+    ) -> dict[str, Any]:
+        values = planned.test.values
+        result = run(circuit.src_ns, circuit.dst_addr, values["samples"], values["interval_s"])
+        row.rtt_ms = result.avg_ms
+        row.rtt_std_ms = result.mdev_ms
+        row.extra.update(
+            {
+                "rtt_samples_ms": result.times_ms,
+                "lost": result.sent - result.received,
+                "rtt_min_ms": result.min_ms,
+                "rtt_max_ms": result.max_ms,
+            }
+        )
+        return {"ping": result.__dict__}
+
+
+TOOL = PingTool()

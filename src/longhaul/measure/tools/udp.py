@@ -7,12 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from longhaul.measure.params import Param
+from longhaul.measure.tools import ToolError
 from longhaul.testbed import emulator, netns, serving
 
+if TYPE_CHECKING:
+    from longhaul.measure.campaign import Run
+    from longhaul.measure.rows import Row
+    from longhaul.testbed import CircuitRecord, Testbed
 
-class UdpError(RuntimeError):
+
+class UdpError(ToolError):
     """The UDP sender or sink failed; the message says what it printed."""
 
 
@@ -56,3 +63,43 @@ def _last_json(out: str, err: str) -> dict[str, Any]:
             report: dict[str, Any] = json.loads(line)
             return report
     raise UdpError(f"no report: {err.strip()[-300:]}")
+
+
+class UdpTool:
+    """udp_throughput with longhaul-wan's UDP sender and sink (the channel profile)."""
+
+    name = "udp"
+    test = "udp_throughput"
+    params: tuple[Param, ...] = ()
+    cc: tuple[str, ...] = ()
+    cc_source = ""
+
+    def missing(self) -> str | None:
+        try:
+            emulator.binary()
+        except RuntimeError as exc:
+            return str(exc)
+        return None
+
+    def estimate_s(self, planned: Run) -> float:
+        return float(planned.test.values["duration_s"]) + 3 + planned.connection.rtt_ms / 1000
+
+    def measure(
+        self, planned: Run, circuit: CircuitRecord, testbed: Testbed, row: Row
+    ) -> dict[str, Any]:
+        rate_gbps = planned.params["rate_gbps"]
+        test = UdpTest(circuit.src_ns, circuit.dst_ns, circuit.dst_addr,
+                       round(rate_gbps * 1e9), planned.test.values["duration_s"])  # fmt: skip
+        sent, received = run(test)
+        row.throughput_gbps = float(received.get("rate_bps", 0.0)) / 1e9
+        row.extra.update(
+            {
+                "sent_gbps": float(sent.get("rate_bps", 0.0)) / 1e9,
+                "offered_gbps": rate_gbps,
+                "lost": received.get("lost", 0),
+            }
+        )
+        return {"sent": sent, "received": received}
+
+
+TOOL = UdpTool()
