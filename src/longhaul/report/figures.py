@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure  # not pyplot: figures are freed with their last reference
 
-from longhaul.analysis import jitter, profiles
+from longhaul.analysis import jitter, normalize, profiles
 from longhaul.testbed.plan import miles_label
 
 
@@ -114,7 +114,7 @@ def throughput_by_length(
     axes = figure.subplots()
     for cc, rows in tcp.groupby("cc"):
         means = profiles.mean_over_streams(rows, streams)
-        axes.errorbar(
+        drawn = axes.errorbar(
             means["length_miles"],
             means["mean_gbps"],
             yerr=means["std_gbps"],
@@ -122,6 +122,7 @@ def throughput_by_length(
             capsize=3,
             label=f"{cc} ({_sources(rows)})",
         )
+        _draw_fit(axes, rows, streams, drawn.lines[0].get_color())
     if published is not None and not published.empty:
         for cc, rows in published.groupby("cc"):
             axes.plot(
@@ -140,7 +141,8 @@ def throughput_by_length(
     low, high = streams
     caption = (
         f"T̄(d): mean throughput over n = {low}..{high} streams (those measured) and "
-        f"the repetitions, with one standard deviation; source: {_sources(tcp)}."
+        "the repetitions, with one standard deviation, and dotted its k-segmented "
+        f"regression (k chosen by the VC bound); source: {_sources(tcp)}."
     )
     if published is not None and not published.empty:
         caption += (
@@ -148,6 +150,17 @@ def throughput_by_length(
             "measured), for comparison."
         )
     return Drawn("throughput-by-length", "Throughput against length", caption, figure)
+
+
+def _draw_fit(axes: Axes, rows: pd.DataFrame, streams: tuple[int, int], color: Any) -> None:
+    """The k-segmented regression of the runs in the stream range, dotted."""
+    inside = rows[(rows["streams"] >= streams[0]) & (rows["streams"] <= streams[1])]
+    if inside["length_miles"].nunique() < 2:
+        return
+    fit = normalize.fit_table(inside.loc[:, ["length_miles", "throughput_gbps"]], "throughput_gbps")
+    lengths = np.linspace(*fit.span_miles, 200)
+    name = "line" if fit.k == -1 else f"k = {fit.k}"
+    axes.plot(lengths, fit.estimate(lengths), linestyle=":", color=color, label=f"fit ({name})")
 
 
 def cross_traffic(frame: pd.DataFrame) -> Drawn | None:
