@@ -24,13 +24,10 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import uvicorn
@@ -40,21 +37,16 @@ from longhaul.control.server import build
 from longhaul.control.settings import Settings
 from longhaul.db import Database, data_dir, migrate
 from longhaul.db.throwaway import free_port
+from longhaul.measure import booked
 from longhaul.measure import campaign as campaigns
-from longhaul.measure.runner import Prepared, Runner, check_tools
+from longhaul.measure.runner import Runner, check_tools
 from longhaul.measure.store import ResultsStore
 from longhaul.testbed import Testbed, netns
-from longhaul.testbed.plan import miles_label
 
 QUICK = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-quick.toml"
 SIMULATED = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-sim-quick.toml"
 SIMULATED_ESTIMATE_S = 40.0
 """What the simulated part takes on two cores (96 runs), for the progress bar."""
-LOOP_ENDS = ("ornl-e300:1/0", "ornl-e300:1/1")
-"""The ORNL edge switch's host ports: a loop-back joins the two 10GigE hosts."""
-MARGIN = 1.4
-"""Reservations last this many times the runs' estimate (plus a minute), so a slow run
-never outlives its circuit."""
 
 
 class DemoUnavailableError(RuntimeError):
@@ -162,19 +154,9 @@ def _study(
 ) -> float:
     """The emulated study, loop by loop; the seconds it was estimated at (the progress
     bar's total adds `after_s` for what comes next)."""
-    loops = [testbed.topology.loops[n] for n in _loop_names(testbed, spec.loops_miles)]
-    plans = []
-    for view in loops:
-        connection = campaigns.Connection(
-            f"loop {miles_label(view.length_miles)} mi", view.length_miles, view.rtt_ms
-        )
-        plans.append((view, connection, campaigns.runs(spec, [connection])))
-    measured = sum(campaigns.estimate_s(runs) + 20 for _, _, runs in plans)
-    done = 0.0
-    for view, connection, runs in plans:
-        at = _offset(say, done, measured + after_s)
-        _measure_loop(spec, client, testbed, runner, view.name, connection, runs, at)
-        done += campaigns.estimate_s(runs) + 20
+    measured = booked.estimate_s(spec, testbed)
+    purpose = "longhaul demo: the quick USN TCP study"
+    booked.run(spec, client, testbed, runner, _offset(say, 0, measured + after_s), purpose)
     return measured
 
 
@@ -183,94 +165,6 @@ def _offset(say: Progress, base_s: float, total_s: float) -> Callable[[str, floa
         say(Phase(what, base_s + at_s, total_s))
 
     return report
-
-
-def _measure_loop(
-    spec: campaigns.Campaign,
-    client: Client,
-    testbed: Testbed,
-    runner: Runner,
-    loop: str,
-    connection: campaigns.Connection,
-    runs: list[campaigns.Run],
-    say: Callable[[str, float], None],
-) -> None:
-    """Reserve one loop, wait for its circuit, run its part of the campaign, cancel."""
-    say(f"{connection.name}: reserving the loop", 0)
-    reservation = _reserve(client, loop, MARGIN * campaigns.estimate_s(runs) + 60)
-    try:
-        say(f"{connection.name}: reservation {reservation}, provisioning", 0)
-        circuit = _wait_for_circuit(client, testbed, reservation)
-        prepared = Prepared(spec, runs, {connection.name: circuit}, made_loops=[])
-        runner.run(
-            prepared,
-            resume=True,
-            progress=lambda what, at_s, _all: say(f"{connection.name}: {what}", at_s),
-        )
-    finally:
-        client.cancel(reservation)
-        _wait_for(lambda: client.get(reservation)["state"] in ("cancelled", "finished"))
-
-
-def _loop_names(testbed: Testbed, miles: tuple[float, ...]) -> list[str]:
-    names = []
-    for length in miles:
-        view = min(testbed.topology.loops.values(), key=lambda v: abs(v.length_miles - length))
-        names.append(view.name)
-    return names
-
-
-def _reserve(client: Client, loop: str, duration_s: float) -> int:
-    """Book the loop at the most it has free, as soon as possible; the reservation."""
-    now = datetime.now(UTC)
-    src, dst = LOOP_ENDS
-    widest = client.availability(
-        "max-bandwidth",
-        src=src,
-        dst=dst,
-        loop=loop,
-        start=now.isoformat(),
-        end=(now + timedelta(seconds=duration_s)).isoformat(),
-    )
-    made = client.create(
-        {
-            "src": _end(src),
-            "dst": _end(dst),
-            "loop": loop,
-            "bandwidth_mbps": widest["bandwidth_mbps"],
-            "start": "asap",
-            "not_before": now.isoformat(),
-            "duration": round(duration_s),
-            "description": f"longhaul demo: the quick USN TCP study on {loop}",
-        }
-    )
-    return int(made["id"])
-
-
-def _end(text: str) -> dict[str, str]:
-    node, _, port = text.partition(":")
-    return {"node": node, "port": port}
-
-
-def _wait_for_circuit(client: Client, testbed: Testbed, reservation: int) -> Any:
-    def active() -> Any:
-        state = client.get(reservation)["state"]
-        if state == "failed":
-            history = client.history(reservation)
-            raise RuntimeError(f"reservation {reservation} failed: {history[-1]['reason']}")
-        return state == "active" and testbed.circuit_of(f"reservation {reservation}")
-
-    return _wait_for(active, timeout_s=120)
-
-
-def _wait_for(condition: Callable[[], Any], timeout_s: float = 60) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise RuntimeError(f"gave up waiting after {timeout_s:g} s")
 
 
 def _database(folder: Path) -> Database:
@@ -298,7 +192,7 @@ def _control_plane(folder: Path) -> Iterator[Client]:
     thread.start()
     url = f"http://{settings.host}:{settings.port}"
     with Client(ClientConfig(server=url, token=token)) as client:
-        _wait_for(lambda: _answers(client), timeout_s=30)
+        booked.wait_for(lambda: _answers(client), timeout_s=30)
         try:
             yield client
         finally:

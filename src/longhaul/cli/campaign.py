@@ -204,6 +204,137 @@ def check(
     )
 
 
+def _schedules(db: str | None):  # type: ignore[no-untyped-def]
+    from longhaul.db import Database, database_url, migrate  # noqa: PLC0415
+    from longhaul.measure.schedules import Schedules  # noqa: PLC0415
+
+    database = Database(database_url(db))
+    migrate(database.engine)
+    return Schedules(database)
+
+
+@app.command()
+def schedule(
+    file: Annotated[
+        Path, typer.Argument(help="The campaign's TOML file.", exists=True, dir_okay=False)
+    ],
+    every: Annotated[str, typer.Option(help="How often: 6h, 1d, 90m, PT6H.")],
+    start: Annotated[
+        str | None,
+        typer.Option(help="The first round, with a zone (2030-01-07T09:00Z). Default: now."),
+    ] = None,
+    db: DbOption = None,
+    topology: Annotated[Path | None, typer.Option(help="Topology TOML file. Default: USN.")] = None,
+) -> None:
+    """Run a campaign every so often, each round on circuits it books through the
+    reservation API (`longhaul campaign scheduler` runs the rounds)."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from longhaul.measure import campaign as campaigns  # noqa: PLC0415
+    from longhaul.measure import runner  # noqa: PLC0415
+    from longhaul.parsing import parse_duration, parse_instant  # noqa: PLC0415
+    from longhaul.testbed import Testbed  # noqa: PLC0415
+
+    spec = campaigns.parse(file.read_text(), source=str(file))
+    if spec.reservations or any(t.tool == "sim" for t in spec.tests):
+        fail(
+            "a scheduled campaign books its own loops: give loops_miles and no reservations, "
+            "and no tool = 'sim' (simulated campaigns need no circuits: run them directly)"
+        )
+    runner.plan_connections(spec, Testbed(load_or_usn(topology)))  # every loop exists
+    first = datetime.now(UTC) if start is None else parse_instant(start, "start")
+    made = _schedules(db).add(spec.name, spec.text, parse_duration(every, "every"), first)
+    console.print(
+        f"schedule {made.id}: {made.name} every {made.every}, first round at "
+        f"{made.next_at:%Y-%m-%d %H:%M} UTC (stored as {made.next_campaign!r}). "
+        "`longhaul campaign scheduler` runs the rounds."
+    )
+
+
+@app.command("schedules")
+def list_schedules(
+    db: DbOption = None, json_output: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """The recurring campaigns, with their next round and the last round's note."""
+    found = _schedules(db).all()
+    if json_output:
+        print_json(
+            [
+                {
+                    "id": s.id,
+                    "name": s.name,
+                    "every_s": s.every.total_seconds(),
+                    "next_at": s.next_at.isoformat(),
+                    "rounds": s.rounds,
+                    "state": s.state,
+                    "last_note": s.last_note,
+                }
+                for s in found
+            ]
+        )
+        return
+    table = Table(box=None, header_style="bold", padding=(0, 2, 0, 0))
+    for column in ("id", "campaign", "every", "next round (UTC)", "rounds", "state", "last"):
+        table.add_column(column)
+    for s in found:
+        table.add_row(
+            str(s.id), s.name, str(s.every), f"{s.next_at:%Y-%m-%d %H:%M}", str(s.rounds),
+            s.state, s.last_note,
+        )  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+def unschedule(
+    number: Annotated[int, typer.Argument(help="The schedule's id (see `campaign schedules`).")],
+    db: DbOption = None,
+) -> None:
+    """Stop a recurring campaign (its rounds so far stay)."""
+    gone = _schedules(db).cancel(number)
+    console.print(f"schedule {gone.id} ({gone.name}) cancelled after {gone.rounds} round(s).")
+
+
+@app.command()
+def scheduler(
+    once: Annotated[
+        bool, typer.Option("--once", help="Run the rounds due now, then stop.")
+    ] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(help="The reservation service (default: $LONGHAUL_SERVER or the config)."),
+    ] = None,
+    poll_s: Annotated[float, typer.Option(help="How often to look for due rounds.", min=1)] = 30,
+    db: DbOption = None,
+) -> None:
+    """Run the rounds of recurring campaigns as they fall due (needs root, and a
+    `longhaul serve --driver emulated` to book circuits from; sign in with
+    `longhaul login` first)."""
+    import time  # noqa: PLC0415
+    from dataclasses import replace  # noqa: PLC0415
+
+    from longhaul.control.client import Client, load_config  # noqa: PLC0415
+    from longhaul.db import data_dir  # noqa: PLC0415
+    from longhaul.measure import scheduler as rounds  # noqa: PLC0415
+    from longhaul.testbed import Testbed, netns  # noqa: PLC0415
+
+    try:
+        netns.require_privileges()
+    except netns.TestbedUnavailableError as exc:
+        fail(str(exc), code=1)
+    config = load_config()
+    if server:
+        config = replace(config, server=server)
+    if not config.token and not config.cert:
+        fail("no token; sign in with `longhaul login --token TOKEN` or set $LONGHAUL_TOKEN")
+    schedules, store = _schedules(db), _store(db)
+    with Client(config) as client:
+        while True:
+            rounds.run_due(schedules, client, Testbed(), store, data_dir() / "schedules", note)
+            if once:
+                return
+            time.sleep(poll_s)
+
+
 @results_app.command("list")
 def list_(
     db: DbOption = None, json_output: Annotated[bool, typer.Option("--json")] = False

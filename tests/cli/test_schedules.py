@@ -1,0 +1,35 @@
+"""`longhaul campaign schedule`, `schedules` and `unschedule` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+PINGS = """
+name = "pings"
+[connections]
+loops_miles = [0.2]
+[[tests]]
+test = "rtt"
+samples = 5
+interval_s = 0.02
+"""
+
+
+def test_the_cli_schedules_lists_and_cancels(cli, tmp_path):
+    db = str(tmp_path / "s.db")
+    campaign = tmp_path / "pings.toml"
+    campaign.write_text(PINGS)
+    made = cli("campaign", "schedule", str(campaign), "--every", "6h", "--db", db,
+               "--start", "2030-01-07T09:00Z")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "schedule 1: pings every 6:00:00, first round at 2030-01-07 09:00 UTC" in made.stdout
+    listed = json.loads(cli("campaign", "schedules", "--db", db, "--json").stdout)
+    assert [(s["name"], s["every_s"], s["state"]) for s in listed] == [("pings", 21600, "active")]
+    assert cli("campaign", "unschedule", "1", "--db", db).returncode == 0
+    simulated = tmp_path / "sim.toml"
+    simulated.write_text(
+        'name = "s"\n[connections]\nloops_miles = [0.2]\n[[tests]]\n'
+        'test = "tcp_throughput"\ntool = "sim"\ncc = ["bic"]\n'
+    )
+    refused = cli("campaign", "schedule", str(simulated), "--every", "6h", "--db", db)
+    assert refused.returncode == 2 and "books its own loops" in refused.stderr
