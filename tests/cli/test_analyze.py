@@ -89,6 +89,31 @@ def test_compare_finds_the_better_connection(cli, campaign_db):
     assert "cubic: the least-squares line" in result.stdout and "bounds:" in result.stdout
 
 
+def test_compare_two_campaigns_with_the_same_method(cli, campaign_db):
+    db = Database(f"sqlite:///{campaign_db}")
+    store = ResultsStore(db)
+    later = store.open_campaign("study-later")
+    # The same cubic runs, 1 Gb/s lower everywhere: the later round is worse.
+    runs = []
+    for miles in (0.2, 1400.2, 8600.0):
+        for n in (5, 10, 15):
+            for rep in (0, 1):
+                row = _row("cubic", miles, n, rep)
+                row.throughput_gbps = (row.throughput_gbps or 0) - 1.0
+                runs.append((f"{miles}-{n}-{rep}", row))
+    store.add_many(later, runs)
+    db.dispose()
+    result = cli("analyze", "compare", "study", "cubic", "cubic", "--against", "study-later",
+                 "--db", str(campaign_db), "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["against"] == "study-later"
+    assert found["better_on_average"] == "cubic (study)"
+    assert found["mean_difference_gbps"] == pytest.approx(1.0, abs=1e-6)
+    same = cli("analyze", "compare", "study", "cubic", "cubic", "--db", str(campaign_db))
+    assert same.returncode == 2 and "--against" in same.stderr
+
+
 @pytest.fixture
 def two_knot_db(tmp_path):
     """htcp falls with two knees over 21 lengths (15 runs each, noise 0.5 Gb/s); bic
@@ -156,3 +181,26 @@ def test_demo_without_root_says_what_it_cannot_run(tmp_path):
     assert result.returncode == 1
     assert "cannot here" in result.stderr and "root" in result.stderr
     assert "longhaul analyze reference" in result.stderr
+
+
+def test_a_report_of_two_campaigns_draws_both_and_compares_them(cli, campaign_db, tmp_path):
+    db = Database(f"sqlite:///{campaign_db}")
+    store = ResultsStore(db)
+    later = store.open_campaign("later")
+    runs = []
+    for miles in (0.2, 1400.2, 8600.0):
+        for n in (5, 10, 15):
+            for rep in (0, 1):
+                row = _row("cubic", miles, n, rep)
+                row.throughput_gbps = (row.throughput_gbps or 0) - 1.0
+                runs.append((f"{miles}-{n}-{rep}", row))
+    store.add_many(later, runs)
+    db.dispose()
+    out = tmp_path / "both"
+    result = cli(
+        "report", "study", "--against", "later", "--db", str(campaign_db), "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    html = (out / "index.html").read_text()
+    assert "Campaign against campaign" in html and "study is better beyond chance" in html
+    assert "emulated (study)" in html and "emulated (later)" in html

@@ -128,27 +128,32 @@ def profile(
 def compare(
     campaign: Annotated[str, typer.Argument(help="The campaign's name (see `results list`).")],
     first: Annotated[str, typer.Argument(help="A congestion control in the campaign.")],
-    second: Annotated[str, typer.Argument(help="Another one.")],
+    second: Annotated[
+        str, typer.Argument(help="Another one (in the --against campaign, if given).")
+    ],
+    against: Annotated[
+        str | None,
+        typer.Option(
+            help="Take SECOND from this campaign: compare two campaigns (two rounds of a "
+            "schedule, two hosts) with the same method."
+        ),
+    ] = None,
     streams: StreamsOption = "5..15",
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Compare two congestion controls over length, USN's objective way: each one's
     throughput fitted by a k-segmented regression (k chosen by the VC bound), the fits
-    compared over the lengths both were measured at."""
-    from longhaul.analysis import normalize, profiles  # noqa: PLC0415
+    compared over the lengths both were measured at, with a bootstrap interval."""
+    from longhaul.analysis import normalize  # noqa: PLC0415
 
-    frame = _frame(campaign, db)
     low, high = _stream_range(streams)
-    tcp = profiles.tcp_rows(frame)
-    tcp = tcp[(tcp["streams"] >= low) & (tcp["streams"] <= high)]
-    tables = []
-    for cc in (first, second):
-        rows = tcp[tcp["cc"] == cc]
-        if rows.empty:
-            known = ", ".join(sorted(tcp["cc"].dropna().unique())) or "none"
-            fail(f"no {cc} runs with {low}..{high} streams in {campaign!r} (there: {known})")
-        tables.append(rows.loc[:, ["length_miles", "throughput_gbps"]])
+    sides = [(campaign, first), (against or campaign, second)]
+    tables = [_tcp_table(name, cc, (low, high), db) for name, cc in sides]
+    if against is not None:
+        first, second = f"{first} ({campaign})", f"{second} ({against})"
+    elif first == second:
+        fail("give two different congestion controls, or --against another campaign")
     fits = [normalize.fit_table(table, "throughput_gbps") for table in tables]
     result = normalize.compare_fits(fits[0], fits[1], labels=(first, second), grid_points=11)
     interval = normalize.bootstrap_mean_difference(tables[0], tables[1], "throughput_gbps")
@@ -163,6 +168,7 @@ def compare(
     ]
     summary: dict[str, Any] = {
         "campaign": campaign,
+        "against": against,
         "streams": [low, high],
         "fits": {
             label: _fit_summary(fit) for label, fit in zip((first, second), fits, strict=True)
@@ -200,6 +206,20 @@ def compare(
         _verdict(first, second, result.span_miles, result.mean_difference, interval),
         soft_wrap=True,
     )
+
+
+def _tcp_table(campaign: str, cc: str, streams: tuple[int, int], db: str | None) -> Any:
+    """A campaign's TCP runs of one cc in the stream range: length and throughput."""
+    from longhaul.analysis import profiles  # noqa: PLC0415
+
+    tcp = profiles.tcp_rows(_frame(campaign, db))
+    tcp = tcp[(tcp["streams"] >= streams[0]) & (tcp["streams"] <= streams[1])]
+    rows = tcp[tcp["cc"] == cc]
+    if rows.empty:
+        known = ", ".join(sorted(tcp["cc"].dropna().unique())) or "none"
+        low, high = streams
+        fail(f"no {cc} runs with {low}..{high} streams in {campaign!r} (there: {known})")
+    return rows.loc[:, ["length_miles", "throughput_gbps"]]
 
 
 def _fit_summary(regression: Any) -> dict[str, Any]:

@@ -22,17 +22,28 @@ def report(
     published: Annotated[
         bool, typer.Option(help="Show the published USN values beside the measured ones.")
     ] = True,
+    against: Annotated[
+        str | None,
+        typer.Option(help="Another campaign to draw beside this one and compare it with."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Write a self-contained HTML report of a campaign (PNG and SVG figures beside it)."""
+    """Write a self-contained HTML report of a campaign (PNG and SVG figures beside it),
+    or of two campaigns side by side (`--against`)."""
+    import pandas as pd  # noqa: PLC0415
+
     from longhaul.report import write_report  # noqa: PLC0415
 
     store = _store(db)
-    frame = store.frame(campaign)
-    if frame.empty:
-        fail(f"campaign {campaign!r} has no results yet: `longhaul campaign run FILE` makes some")
-    folder = out or data_dir() / "reports" / campaign
-    path = write_report(frame, folder, campaign, reference=published)
+    names = [campaign] if against is None else [campaign, against]
+    frames = [store.frame(name) for name in names]
+    for name, frame in zip(names, frames, strict=True):
+        if frame.empty:
+            fail(f"campaign {name!r} has no results yet: `longhaul campaign run FILE` makes some")
+    title = campaign if against is None else f"{campaign} against {against}"
+    folder = out or data_dir() / "reports" / title.replace(" ", "-")
+    frame = pd.concat(frames, ignore_index=True)
+    path = write_report(frame, folder, title, reference=published, against=against)
     console.print(str(path))
 
 

@@ -6,6 +6,7 @@ which parameters), or None when the table holds nothing for it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -64,18 +65,20 @@ def distance_profiles(frame: pd.DataFrame) -> list[Drawn]:
     """T(d, n) per congestion control: a heatmap over (length, streams)."""
     tcp = _tcp(frame)
     drawn = []
-    for cc, rows in tcp.groupby("cc"):
+    for (cc, source), rows in tcp.groupby(["cc", "source"]):
         table = profiles.distance_profile(rows)
         figure = Figure(figsize=(7, 3.2), layout="constrained")
         axes = figure.subplots()
         _heatmap(axes, table, "streams n", "length (miles)", figure)
-        axes.set_title(f"Distance profile T(d, n), {cc}")
+        name = _profile_name(tcp, str(cc), str(source))
+        axes.set_title(f"Distance profile T(d, n), {name}")
         reps = rows["repetition"].nunique()
         caption = (
             f"Mean throughput (Gb/s) over {reps} repetition(s) for each connection "
             f"length and number of parallel streams; {cc}; source: {_sources(rows)}."
         )
-        drawn.append(Drawn(f"distance-{cc}", f"Distance profile, {cc}", caption, figure))
+        slug = _file_slug(name)
+        drawn.append(Drawn(f"distance-{slug}", f"Distance profile, {name}", caption, figure))
     return drawn
 
 
@@ -83,8 +86,8 @@ def stability_profiles(frame: pd.DataFrame) -> list[Drawn]:
     """T(d, n) repetition by repetition at each length: a heatmap over (repetition, n)."""
     tcp = _tcp(frame)
     drawn = []
-    for key, rows in tcp.groupby(["cc", "length_miles"]):
-        cc, miles = cast(tuple[str, float], key)
+    for key, rows in tcp.groupby(["cc", "source", "length_miles"]):
+        cc, source, miles = cast(tuple[str, str, float], key)
         if rows["repetition"].nunique() < 2:
             continue
         table = profiles.stability_profile(rows, float(miles))
@@ -92,13 +95,19 @@ def stability_profiles(frame: pd.DataFrame) -> list[Drawn]:
         axes = figure.subplots()
         _heatmap(axes, table, "streams n", "repetition", figure)
         label = miles_label(float(miles))
+        cc = _profile_name(tcp, str(cc), str(source))
         axes.set_title(f"Stability profile at {label} miles, {cc}")
         caption = (
             f"Throughput (Gb/s) of each repetition and number of streams at {label} "
             f"miles; {cc}; source: {_sources(rows)}."
         )
         drawn.append(
-            Drawn(f"stability-{cc}-{_slug(miles)}", f"Stability, {cc}, {label} mi", caption, figure)
+            Drawn(
+                f"stability-{_file_slug(cc)}-{_slug(miles)}",
+                f"Stability, {cc}, {label} mi",
+                caption,
+                figure,
+            )
         )
     return drawn
 
@@ -112,7 +121,7 @@ def throughput_by_length(
         return None
     figure = Figure(figsize=(7, 3.6), layout="constrained")
     axes = figure.subplots()
-    for cc, rows in tcp.groupby("cc"):
+    for (cc, source), rows in tcp.groupby(["cc", "source"]):
         means = profiles.mean_over_streams(rows, streams)
         drawn = axes.errorbar(
             means["length_miles"],
@@ -120,18 +129,18 @@ def throughput_by_length(
             yerr=means["std_gbps"],
             marker="o",
             capsize=3,
-            label=f"{cc} ({_sources(rows)})",
+            label=f"{cc} ({source})",
         )
         _draw_fit(axes, rows, streams, drawn.lines[0].get_color())
     if published is not None and not published.empty:
-        for cc, rows in published.groupby("cc"):
+        for name, rows in published.groupby("cc"):
             axes.plot(
                 rows["miles"],
                 rows["avg_gbps"],
                 linestyle="--",
                 marker="s",
                 alpha=0.6,
-                label=f"{cc} (published, USN hosts)",
+                label=f"{name!s} (published, USN hosts)",
             )
     axes.set_xlabel("connection length (miles)")
     axes.set_ylabel("throughput (Gb/s)")
@@ -304,6 +313,16 @@ def rtt_cdfs(frame: pd.DataFrame) -> Drawn | None:
         f"the least of its set; source: {_sources(frame)}."
     )
     return Drawn("rtt-cdf", "RTT distributions", caption, figure)
+
+
+def _profile_name(tcp: pd.DataFrame, cc: str, source: str) -> str:
+    """`cc`, or `cc (source)` where the table holds that cc from more than one source."""
+    sources = tcp[tcp["cc"] == cc]["source"].nunique()
+    return cc if sources == 1 else f"{cc} ({source})"
+
+
+def _file_slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
 
 
 def _slug(miles: float) -> str:

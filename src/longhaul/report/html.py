@@ -26,12 +26,22 @@ _TEMPLATES = jinja2.Environment(
 )
 
 
-def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bool = True) -> Path:
+def write_report(
+    frame: pd.DataFrame,
+    folder: Path,
+    campaign: str,
+    reference: bool = True,
+    against: str | None = None,
+) -> Path:
     """Write `folder/index.html` (and a PNG and an SVG of each figure); its path. Runs the
-    emulator could not honestly produce are left out, and listed."""
+    emulator could not honestly produce are left out, and listed. With `against`, the
+    frame holds two campaigns' rows: each figure draws both (the source names the
+    campaign), and a table compares them congestion control by congestion control."""
     folder.mkdir(parents=True, exist_ok=True)
     split = quality.usable(frame)
     frame = split.rows
+    if against is not None:
+        frame = frame.assign(source=frame["source"] + " (" + frame["campaign"] + ")")
     published = _published_profiles() if reference else None
     streams = _streams_range(frame)
     drawn: list[Drawn] = [
@@ -59,6 +69,7 @@ def write_report(frame: pd.DataFrame, folder: Path, campaign: str, reference: bo
         left_out=_left_out_table(split.left_out),
         made=_made_table(frame),
         against=[] if published is None else _against_published(frame, published, streams),
+        campaigns=[] if against is None else _against_campaign(frame, streams, against),
     )
     path = folder / "index.html"
     path.write_text(page, encoding="utf-8")
@@ -101,6 +112,44 @@ def _against_published(
                     }
                     for m in means.to_dict("records")
                 ],
+            }
+        )
+    return found
+
+
+def _against_campaign(
+    frame: pd.DataFrame, streams: tuple[int, int], second: str
+) -> list[dict[str, str]]:
+    """Each congestion control both campaigns ran (`second` and the other one in the
+    frame): their fits compared over the lengths both measured, with a bootstrap interval
+    for the difference."""
+    others = [str(name) for name in frame["campaign"].unique() if name != second]
+    if not others:
+        return []
+    first = others[0]
+    tcp = profiles.tcp_rows(frame)
+    tcp = tcp[(tcp["streams"] >= streams[0]) & (tcp["streams"] <= streams[1])]
+    found = []
+    for cc, rows in tcp.groupby("cc"):
+        sides = [rows[rows["campaign"] == name] for name in (first, second)]
+        if any(side["length_miles"].nunique() < 2 for side in sides):
+            continue
+        tables = [side.loc[:, ["length_miles", "throughput_gbps"]] for side in sides]
+        fits = [normalize.fit_table(table, "throughput_gbps") for table in tables]
+        compared = normalize.compare_fits(fits[0], fits[1], labels=(first, second))
+        low, high = normalize.bootstrap_mean_difference(tables[0], tables[1], "throughput_gbps")
+        if low > 0 or high < 0:
+            verdict = f"{compared.better_on_average} is better beyond chance"
+        else:
+            verdict = "neither is better beyond chance"
+        found.append(
+            {
+                "cc": str(cc),
+                "span": f"{compared.span_miles[0]:,.1f}-{compared.span_miles[1]:,.0f} miles",
+                "ks": " / ".join("line" if f.k == -1 else f"k = {f.k}" for f in fits),
+                "difference": f"{compared.mean_difference:+.2f}",
+                "interval": f"[{low:+.2f}, {high:+.2f}]",
+                "verdict": verdict,
             }
         )
     return found
@@ -172,9 +221,10 @@ def _tables(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, Any
     tcp = frame[(frame["test"] == "tcp_throughput") & (frame["cross_traffic_gbps"] == 0)]
     tcp = tcp.dropna(subset=["throughput_gbps", "streams", "length_miles"])
     tables = []
-    for cc, rows in tcp.groupby("cc"):
+    for (cc, source), rows in tcp.groupby(["cc", "source"]):
         means = profiles.mean_over_streams(rows, streams)
         dpm = profiles.decrease_per_mile(means)
+        several = tcp[tcp["cc"] == cc]["source"].nunique() > 1
         lines = []
         for entry in means.to_dict("records"):
             miles = float(entry["length_miles"])
@@ -189,7 +239,7 @@ def _tables(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, Any
             )
         tables.append(
             {
-                "cc": cc,
+                "cc": f"{cc} ({source})" if several else cc,
                 "streams": f"{streams[0]}..{streams[1]}",
                 "sources": ", ".join(sorted(rows["source"].unique())),
                 "lines": lines,
