@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from ..testbed.support import testbed, testbed_env  # noqa: F401
+
 REPO = Path(__file__).parents[2]
 SAMPLE_BOOKINGS = REPO / "data" / "bookings" / "usn-sample.toml"
 

@@ -4,7 +4,7 @@ import their results."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -17,6 +17,7 @@ results_app = typer.Typer(help="Measurement results: list, export, import.", no_
 
 if TYPE_CHECKING:
     from longhaul.measure.campaign import Campaign, Run
+    from longhaul.measure.store import ResultsStore
     from longhaul.topology import Topology
 
 DbOption = Annotated[
@@ -109,12 +110,26 @@ def run(
             def progress(what: str, done_s: float, total_s: float) -> None:
                 bar.update(task, description=what, completed=done_s, total=total_s)
 
-            ran = runner.Runner(store, testbed, data_dir() / "results").run(
-                prepared, resume=resume, progress=progress
-            )
+            ran_by = runner.Runner(store, testbed, data_dir() / "results")
+            ran = ran_by.run(prepared, resume=resume, progress=progress)
     except (TestbedError, TestbedUnavailableError) as exc:
         fail(str(exc), code=1)
     console.print(f"{spec.name}: {ran} run(s) stored. `longhaul report {spec.name}` draws them.")
+    if ran_by.failed:
+        _say_failures(store, spec.name, ran_by.failed)
+
+
+def _say_failures(store: ResultsStore, campaign: str, count: int) -> NoReturn:
+    """Each failed run with its tool's message, then exit 2: a campaign with failures is
+    not a clean result, even though the rest of it is stored."""
+    for row in store.rows(campaign):
+        if row.failed:
+            where = f"{row.test} on {row.connection}, repetition {row.repetition}"
+            note(f"  failed: {where}: {row.error}")
+    fail(
+        f"{count} run(s) failed and are stored without a measurement (the analysis leaves "
+        f"them out); `longhaul campaign run FILE --resume` runs them again"
+    )
 
 
 def _simulate(
