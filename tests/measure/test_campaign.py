@@ -126,6 +126,10 @@ def test_the_estimate_grows_with_length_and_streams():
             "loops_miles = [inf]",
             "tests[0].loops_miles: inf is not a length",
         ),
+        (
+            'name = "x"\n[connections]\nloops_miles=[1400]\njitter = "lots"\n[[tests]]\ntest = "rtt"',
+            "connections.jitter: hops=N,mean=DURATION",
+        ),
         ("name = 1", "name: give the campaign a name"),
         ("name = [", "not TOML"),
     ],
@@ -158,3 +162,8 @@ def test_the_shipped_campaigns_read_and_the_full_one_needs_yes():
     assert 120 < quick_s < 420
     assert full_s > campaigns.LONG_CAMPAIGN_S
     assert {c for t in full.tests for c in t.values.get("cc", [])} == {"cubic", "bbr", "reno"}
+
+
+def test_a_campaign_can_ask_for_a_packet_switched_cores_jitter():
+    text = 'name = "x"\n[connections]\nloops_miles=[1400]\njitter = "hops=4,mean=150us"\n'
+    assert parse(text + '[[tests]]\ntest = "rtt"').jitter == "hops=4,mean=150us"

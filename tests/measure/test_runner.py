@@ -127,3 +127,16 @@ def test_a_run_whose_tool_fails_is_stored_as_failed_with_its_message(testbed, tm
     assert row.meta["emulator"]["rate_bps"] == circuit.rate_bps and row.meta["kernel"]
     assert store.done(store.open_campaign("pings")) == set(), "--resume runs it again"
     db.dispose()
+
+
+def test_a_campaign_with_jitter_builds_its_loops_with_it(testbed):
+    spec = parse(
+        PINGS.replace("loops_miles = [1400]", 'loops_miles = [1400]\njitter = "hops=4,mean=150us"')
+    )
+    prepared = prepare(spec, testbed)
+    try:
+        [circuit] = prepared.circuits.values()
+        assert circuit.jitter == "hops=4,mean=150us"
+    finally:
+        for number in prepared.made_loops:
+            testbed.remove_circuit(number)

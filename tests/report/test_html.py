@@ -130,3 +130,19 @@ def test_time_series_and_rtt_cdfs_are_drawn_when_the_rows_hold_them(tmp_path):
     html = write_report(frame, tmp_path, "study").read_text()
     assert (tmp_path / "time-series-cubic-emulated.svg").exists()
     assert (tmp_path / "rtt-cdf.svg").exists() and "RTT distributions" in html
+
+
+def test_jitter_by_layer_compares_a_circuit_with_a_packet_switched_core(tmp_path):
+    rows = []
+    for layer, jitter, spread in (("oc192", None, 0.01), ("ip", "hops=4,mean=150us", 0.3)):
+        for size in (64, 65536):
+            row = echo("echo", size)
+            row.extra = {"rtt_samples_ms": [26.8 + spread * (i % 5) for i in range(50)]}
+            row.meta = {"emulator": {"layer": layer, "jitter": jitter}}
+            rows.append(row)
+    frame = pd.DataFrame([r.as_dict() for r in rows], columns=list(COLUMNS))
+    html = write_report(frame, tmp_path, "layers").read_text()
+    assert (tmp_path / "jitter-by-layer.svg").exists() and "Jitter by layer" in html
+    one_layer = frame[[m["emulator"]["jitter"] is None for m in frame["meta"]]]
+    write_report(one_layer, tmp_path / "one", "one")
+    assert not (tmp_path / "one" / "jitter-by-layer.svg").exists()

@@ -251,6 +251,8 @@ def schedule(
     from longhaul.testbed import Testbed  # noqa: PLC0415
 
     spec = campaigns.parse(file.read_text(), source=str(file))
+    if spec.jitter is not None:
+        fail("a scheduled campaign runs on booked circuits, which have no jitter setting")
     if spec.reservations or any(t.tool == "sim" for t in spec.tests):
         fail(
             "a scheduled campaign books its own loops: give loops_miles and no reservations, "

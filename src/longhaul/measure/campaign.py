@@ -9,6 +9,7 @@ description = "..."
 loops_miles = [0.2, 1400, 6600, 8600]   # loop-backs the testbed builds for the campaign
 # reservations = [12, 13]               # or circuits of reservations (emulated driver)
 # rate_gbps = 9.6                       # the loops' rate, if not their own
+# jitter = "hops=4,mean=150us"          # a VLAN/MPLS core's queueing (none: a circuit)
 
 [[tests]]
 test = "tcp_throughput"                 # what: see TESTS
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -137,6 +139,9 @@ class Campaign:
     reservations: tuple[int, ...]
     rate_gbps: float | None
     tests: tuple[TestSpec, ...]
+    jitter: str | None = None
+    """The loops' queueing jitter (`hops=N,mean=DURATION`), as a packet-switched core has;
+    None: circuits (SONET has none beyond serialization)."""
     text: str = field(default="", repr=False)
     """The file as read (kept with the results)."""
 
@@ -202,6 +207,12 @@ def parse(text: str, source: str = "campaign") -> Campaign:
         isinstance(rate, int | float) and not isinstance(rate, bool) and 0 < rate <= 100
     ):
         problems.append("connections.rate_gbps: a rate in Gb/s above 0, at most 100")
+    jitter = connections.get("jitter")
+    if jitter is not None and not (isinstance(jitter, str) and _JITTER.fullmatch(jitter)):
+        problems.append(
+            "connections.jitter: hops=N,mean=DURATION (e.g. hops=4,mean=150us), the queueing "
+            "of a VLAN or MPLS core; leave it out for a circuit"
+        )
     problems += [
         f"connections.{key}: not a connections setting; they are {', '.join(_CONNECTION_KEYS)}"
         for key in sorted(set(connections) - set(_CONNECTION_KEYS))
@@ -225,12 +236,15 @@ def parse(text: str, source: str = "campaign") -> Campaign:
         loops_miles=tuple(loops),
         reservations=reservations,
         rate_gbps=None if rate is None else float(rate),
+        jitter=jitter,
         tests=tuple(tests),
         text=text,
     )
 
 
-_CONNECTION_KEYS = ("loops_miles", "reservations", "rate_gbps")
+_CONNECTION_KEYS = ("loops_miles", "reservations", "rate_gbps", "jitter")
+_JITTER = re.compile(r"hops=\d+,mean=\d+(\.\d+)?(ns|us|ms|s)")
+"""A packet-switched core's queueing jitter, as `longhaul-wan --jitter` takes it."""
 
 
 def _lengths(value: Any, where: str, problems: list[str]) -> list[float]:

@@ -101,7 +101,8 @@ def prepare(campaign: Campaign, testbed: Testbed) -> Prepared:
     if loops:
         rate = None if campaign.rate_gbps is None else round(campaign.rate_gbps * 1e9)
         before = {c.number for c in testbed.circuits()}
-        built = testbed.up([c.loop_miles for c in loops if c.loop_miles is not None], rate)
+        lengths = [c.loop_miles for c in loops if c.loop_miles is not None]
+        built = testbed.up(lengths, rate, jitter=campaign.jitter)
         for connection, circuit in zip(loops, built, strict=True):
             circuits[connection.name] = circuit
             if circuit.number not in before:

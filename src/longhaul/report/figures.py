@@ -237,6 +237,54 @@ def jitter_histograms(frame: pd.DataFrame) -> list[Drawn]:
     return drawn
 
 
+def jitter_by_layer(frame: pd.DataFrame) -> Drawn | None:
+    """USN's layer comparison of jitter: the jitter suite's RTT spread (std as % of the
+    mean) per message size, one bar per layer the runs crossed (a circuit's framing, or a
+    packet-switched core's queueing), when the table holds more than one."""
+    echo = frame[frame["test"] == "echo_jitter"]
+    if echo.empty or "meta" not in echo.columns:
+        return None
+    labelled = echo.assign(layer=echo["meta"].map(_layer_label))
+    if labelled["layer"].nunique() < 2:
+        return None
+    spreads = []
+    for key, group in labelled.groupby(["layer", "variant", "message_bytes"]):
+        layer, variant, size = cast(tuple[str, str, int], key)
+        samples = [s for extra in group["extra"] for s in (extra or {}).get("rtt_samples_ms", [])]
+        if len(samples) > 1:
+            stats = jitter.statistics(samples)
+            spreads.append((str(layer), f"{variant}, {int(size):,} B", stats.std_pct))
+    if not spreads:
+        return None
+    table = pd.DataFrame(spreads, columns=["layer", "setting", "std_pct"])
+    pivot = table.pivot_table(index="setting", columns="layer", values="std_pct")
+    figure = Figure(figsize=(7, 3.0), layout="constrained")
+    axes = figure.subplots()
+    width = 0.8 / len(pivot.columns)
+    for i, layer in enumerate(pivot.columns):
+        positions = np.arange(len(pivot.index)) + i * width
+        axes.bar(positions, pivot[layer].to_numpy(), width, label=str(layer))
+    axes.set_xticks(np.arange(len(pivot.index)) + width * (len(pivot.columns) - 1) / 2)
+    axes.set_xticklabels(list(pivot.index), fontsize=8)
+    axes.set_ylabel("RTT std (% of mean)")
+    axes.grid(alpha=0.3, axis="y")
+    axes.legend(fontsize=7)
+    caption = (
+        "The jitter suite's round-trip spread by layer: each setting's standard deviation "
+        "as % of its mean, for each layer and queueing the runs crossed (from each run's "
+        f"record of its emulated line); source: {_sources(echo)}."
+    )
+    return Drawn("jitter-by-layer", "Jitter by layer", caption, figure)
+
+
+def _layer_label(meta: Any) -> str:
+    line = (meta or {}).get("emulator") if isinstance(meta, dict) else None
+    if not isinstance(line, dict):
+        return "unknown"
+    layer = str(line.get("layer") or "ip")
+    return f"{layer} + queueing {line['jitter']}" if line.get("jitter") else f"{layer} circuit"
+
+
 def time_series(frame: pd.DataFrame) -> list[Drawn]:
     """Throughput over time, per interval, of one TCP run per length and source (the one
     with the most streams, its first repetition): each stream and their sum."""

@@ -50,6 +50,7 @@ def write_report(
         *[d for d in (figures.throughput_by_length(frame, published, streams),) if d],
         *[d for d in (figures.cross_traffic(frame),) if d],
         *figures.jitter_histograms(frame),
+        *[d for d in (figures.jitter_by_layer(frame),) if d],
         *figures.time_series(frame),
         *[d for d in (figures.rtt_cdfs(frame),) if d],
     ]
