@@ -130,6 +130,7 @@ def test_time_series_and_rtt_cdfs_are_drawn_when_the_rows_hold_them(tmp_path):
     html = write_report(frame, tmp_path, "study").read_text()
     assert (tmp_path / "time-series-cubic-emulated.svg").exists()
     assert (tmp_path / "rtt-cdf.svg").exists() and "RTT distributions" in html
+    assert "ping (idle)" in html and "Jitter statistics" in html  # ping in USN's statistics
 
 
 def test_jitter_by_layer_compares_a_circuit_with_a_packet_switched_core(tmp_path):

@@ -275,7 +275,24 @@ def _rtt_table(frame: pd.DataFrame) -> list[dict[str, str]]:
 
 
 def _jitter_table(frame: pd.DataFrame) -> list[dict[str, str]]:
+    """USN's jitter statistics of each sample set: idle ping per length, then the jitter
+    suite per length, variant and size."""
     found = []
+    pings = frame[frame["test"] == "rtt"]
+    for miles, group in pings.groupby("length_miles"):
+        samples = [s for extra in group["extra"] for s in (extra or {}).get("rtt_samples_ms", [])]
+        if len(samples) > 1:
+            stats = jitter.statistics(samples)
+            found.append(
+                {
+                    "miles": miles_label(float(str(miles))),
+                    "variant": "ping (idle)",
+                    "size": "",
+                    "mean_ms": f"{stats.mean_ms:.3f}",
+                    "range_pct": f"{stats.range_pct:.2f}",
+                    "std_pct": f"{stats.std_pct:.2f}",
+                }
+            )
     for echo in figures.echo_samples(frame):
         stats = jitter.statistics(echo.samples_ms)
         found.append(
