@@ -125,7 +125,9 @@ def test_time_series_and_rtt_cdfs_are_drawn_when_the_rows_hold_them(tmp_path):
         None,
         None,
     )
-    ping.extra = {"rtt_samples_ms": [26.8, 26.9, 27.0, 26.85]}
+    ping.extra = {"rtt_samples_ms": [26.8, 26.9, 27.0, 26.85], "rtt_min_ms": 26.8,
+                  "rtt_max_ms": 27.0}  # fmt: skip
+    ping.rtt_ms, ping.rtt_std_ms = 26.8875, 0.074
     frame = pd.DataFrame([r.as_dict() for r in (run, ping)], columns=list(COLUMNS))
     html = write_report(frame, tmp_path, "study").read_text()
     assert (tmp_path / "time-series-cubic-emulated.svg").exists()
@@ -147,3 +149,22 @@ def test_jitter_by_layer_compares_a_circuit_with_a_packet_switched_core(tmp_path
     one_layer = frame[[m["emulator"]["jitter"] is None for m in frame["meta"]]]
     write_report(one_layer, tmp_path / "one", "one")
     assert not (tmp_path / "one" / "jitter-by-layer.svg").exists()
+
+
+def test_ping_jitter_comes_from_its_precise_summary_not_its_three_digit_replies(tmp_path):
+    # At 164 ms ping prints "time=164 ms": the replies cannot show a 0.03 ms spread.
+    ping = tcp(8600.2, 1, 0)
+    ping.test, ping.tool, ping.cc, ping.streams, ping.throughput_gbps = (
+        "rtt",
+        "ping",
+        None,
+        None,
+        None,
+    )
+    ping.extra = {"rtt_samples_ms": [164.0] * 20, "rtt_min_ms": 163.98, "rtt_max_ms": 164.09}
+    ping.rtt_ms, ping.rtt_std_ms = 164.02, 0.03
+    frame = pd.DataFrame([ping.as_dict()], columns=list(COLUMNS))
+    html = write_report(frame, tmp_path, "long").read_text()
+    # std 0.03 / 164.02 = 0.02 %; range 0.11 / 164.02 = 0.07 %.
+    assert "<td>ping (idle)</td><td></td><td>164.020</td><td>0.07</td><td>0.02</td>" in html
+    assert not (tmp_path / "rtt-cdf.svg").exists(), "1 ms steps would draw no spread"

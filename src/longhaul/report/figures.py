@@ -6,6 +6,7 @@ which parameters), or None when the table holds nothing for it.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, cast
@@ -337,7 +338,7 @@ def rtt_cdfs(frame: pd.DataFrame) -> Drawn | None:
     pings = frame[frame["test"] == "rtt"]
     for miles, group in pings.groupby("length_miles"):
         samples = [s for extra in group["extra"] for s in (extra or {}).get("rtt_samples_ms", [])]
-        if samples:
+        if samples and _ping_resolves(samples, group["rtt_std_ms"]):
             curves.append(("ping", f"{miles_label(float(str(miles)))} mi", samples))
     for echo in echo_samples(frame):
         label = f"{miles_label(echo.length_miles)} mi, {echo.variant} {echo.message_bytes:,} B"
@@ -358,7 +359,8 @@ def rtt_cdfs(frame: pd.DataFrame) -> Drawn | None:
         axes.legend(fontsize=6)
     caption = (
         "How the round-trip times spread: the empirical CDF of each sample's excess over "
-        f"the least of its set; source: {_sources(frame)}."
+        "the least of its set (ping only where its three-digit times resolve the spread); "
+        f"source: {_sources(frame)}."
     )
     return Drawn("rtt-cdf", "RTT distributions", caption, figure)
 
@@ -371,6 +373,15 @@ def _profile_name(tcp: pd.DataFrame, cc: str, source: str) -> str:
 
 def _file_slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+
+
+def _ping_resolves(samples: list[float], std_ms: pd.Series) -> bool:
+    """Whether ping's per-reply times resolve the spread they would draw: printed with
+    three significant digits (1 ms steps above 100 ms), their step must stay under twice
+    the std of ping's precise summary."""
+    step_ms = 10 ** (math.floor(math.log10(max(*samples, 1e-3))) - 2)
+    spread = std_ms.dropna()
+    return bool(len(spread)) and float(spread.mean()) > step_ms / 2
 
 
 def _slug(miles: float) -> str:

@@ -278,21 +278,25 @@ def _jitter_table(frame: pd.DataFrame) -> list[dict[str, str]]:
     """USN's jitter statistics of each sample set: idle ping per length, then the jitter
     suite per length, variant and size."""
     found = []
-    pings = frame[frame["test"] == "rtt"]
+    pings = frame[frame["test"] == "rtt"].dropna(subset=["rtt_ms", "rtt_std_ms"])
     for miles, group in pings.groupby("length_miles"):
-        samples = [s for extra in group["extra"] for s in (extra or {}).get("rtt_samples_ms", [])]
-        if len(samples) > 1:
-            stats = jitter.statistics(samples)
-            found.append(
-                {
-                    "miles": miles_label(float(str(miles))),
-                    "variant": "ping (idle)",
-                    "size": "",
-                    "mean_ms": f"{stats.mean_ms:.3f}",
-                    "range_pct": f"{stats.range_pct:.2f}",
-                    "std_pct": f"{stats.std_pct:.2f}",
-                }
-            )
+        # From ping's summaries, which are precise to the microsecond: its per-reply
+        # times have three significant digits (1 ms steps above 100 ms).
+        mean_ms = float(group["rtt_ms"].mean())
+        pooled_var = float((group["rtt_std_ms"] ** 2 + group["rtt_ms"] ** 2).mean()) - mean_ms**2
+        lows = _extra_values(group, "rtt_min_ms")
+        highs = _extra_values(group, "rtt_max_ms")
+        spread = max(highs) - min(lows) if lows and highs else math.nan
+        found.append(
+            {
+                "miles": miles_label(float(str(miles))),
+                "variant": "ping (idle)",
+                "size": "",
+                "mean_ms": f"{mean_ms:.3f}",
+                "range_pct": _number(100 * spread / mean_ms, ".2f", "–"),
+                "std_pct": f"{100 * math.sqrt(max(pooled_var, 0.0)) / mean_ms:.2f}",
+            }
+        )
     for echo in figures.echo_samples(frame):
         stats = jitter.statistics(echo.samples_ms)
         found.append(
@@ -306,6 +310,10 @@ def _jitter_table(frame: pd.DataFrame) -> list[dict[str, str]]:
             }
         )
     return found
+
+
+def _extra_values(rows: pd.DataFrame, key: str) -> list[float]:
+    return [float(e[key]) for e in rows["extra"] if isinstance(e, dict) and e.get(key) is not None]
 
 
 def _published_profiles() -> pd.DataFrame:
