@@ -89,11 +89,11 @@ def test_compare_finds_the_better_connection(cli, campaign_db):
     assert "cubic: the least-squares line" in result.stdout and "bounds:" in result.stdout
 
 
-def test_compare_two_campaigns_with_the_same_method(cli, campaign_db):
-    db = Database(f"sqlite:///{campaign_db}")
+def add_a_slower_campaign(path, name: str) -> None:
+    """The study's cubic runs at n = 5, 10, 15 again, 1 Gb/s lower everywhere."""
+    db = Database(f"sqlite:///{path}")
     store = ResultsStore(db)
-    later = store.open_campaign("study-later")
-    # The same cubic runs, 1 Gb/s lower everywhere: the later round is worse.
+    later = store.open_campaign(name)
     runs = []
     for miles in (0.2, 1400.2, 8600.0):
         for n in (5, 10, 15):
@@ -103,6 +103,10 @@ def test_compare_two_campaigns_with_the_same_method(cli, campaign_db):
                 runs.append((f"{miles}-{n}-{rep}", row))
     store.add_many(later, runs)
     db.dispose()
+
+
+def test_compare_two_campaigns_with_the_same_method(cli, campaign_db):
+    add_a_slower_campaign(campaign_db, "study-later")
     result = cli("analyze", "compare", "study", "cubic", "cubic", "--against", "study-later",
                  "--db", str(campaign_db), "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -184,18 +188,7 @@ def test_demo_without_root_says_what_it_cannot_run(tmp_path):
 
 
 def test_a_report_of_two_campaigns_draws_both_and_compares_them(cli, campaign_db, tmp_path):
-    db = Database(f"sqlite:///{campaign_db}")
-    store = ResultsStore(db)
-    later = store.open_campaign("later")
-    runs = []
-    for miles in (0.2, 1400.2, 8600.0):
-        for n in (5, 10, 15):
-            for rep in (0, 1):
-                row = _row("cubic", miles, n, rep)
-                row.throughput_gbps = (row.throughput_gbps or 0) - 1.0
-                runs.append((f"{miles}-{n}-{rep}", row))
-    store.add_many(later, runs)
-    db.dispose()
+    add_a_slower_campaign(campaign_db, "later")
     out = tmp_path / "both"
     result = cli(
         "report", "study", "--against", "later", "--db", str(campaign_db), "--out", str(out)

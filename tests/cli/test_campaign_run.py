@@ -9,15 +9,8 @@ import sys
 from pathlib import Path
 
 RECORDED = Path(__file__).parents[1] / "measure" / "fixtures" / "ping" / "network-unreachable.txt"
-PINGS = """
-name = "pings"
-[connections]
-loops_miles = [0.2]
-[[tests]]
-test = "rtt"
-samples = 3
-interval_s = 0.02
-"""
+PINGS = Path(__file__).parents[1] / "measure" / "fixtures" / "campaigns" / "pings.toml"
+"""Five pings over the 0.2-mile loop."""
 
 
 def test_a_failed_tool_run_is_named_and_the_command_exits_2(tmp_path, testbed, testbed_env):
@@ -26,13 +19,11 @@ def test_a_failed_tool_run_is_named_and_the_command_exits_2(tmp_path, testbed, t
     fake.mkdir()
     (fake / "ping").write_text(f"#!/bin/sh\ncat {RECORDED}\nexit 2\n")
     (fake / "ping").chmod(0o755)
-    campaign = tmp_path / "pings.toml"
-    campaign.write_text(PINGS)
     env = {**os.environ, **testbed_env, "LONGHAUL_HOME": str(tmp_path / "home"),
            "PATH": f"{fake}:{os.environ['PATH']}", "COLUMNS": "200"}  # fmt: skip
     db = str(tmp_path / "r.db")
     result = subprocess.run(
-        [sys.executable, "-m", "longhaul", "campaign", "run", str(campaign), "--db", db],
+        [sys.executable, "-m", "longhaul", "campaign", "run", str(PINGS), "--db", db],
         capture_output=True, text=True, timeout=300, check=False, env=env,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-PINGS = """
-name = "pings"
-[connections]
-loops_miles = [0.2]
-[[tests]]
-test = "rtt"
-samples = 5
-interval_s = 0.02
-"""
+PINGS = Path(__file__).parents[1] / "measure" / "fixtures" / "campaigns" / "pings.toml"
+"""Five pings over the 0.2-mile loop."""
 
 
 def test_the_cli_schedules_lists_and_cancels(cli, tmp_path):
     db = str(tmp_path / "s.db")
-    campaign = tmp_path / "pings.toml"
-    campaign.write_text(PINGS)
-    made = cli("campaign", "schedule", str(campaign), "--every", "6h", "--db", db,
+    made = cli("campaign", "schedule", str(PINGS), "--every", "6h", "--db", db,
                "--start", "2030-01-07T09:00Z")  # fmt: skip
     assert made.returncode == 0, made.stderr
     assert "schedule 1: pings every 6:00:00, first round at 2030-01-07 09:00 UTC" in made.stdout

@@ -93,15 +93,7 @@ def test_a_campaign_runs_stores_and_resumes_after_a_crash(testbed, tmp_path):
     db.dispose()
 
 
-PINGS = """
-name = "pings"
-[connections]
-loops_miles = [1400]
-[[tests]]
-test = "rtt"
-samples = 5
-interval_s = 0.02
-"""
+PINGS = Path(__file__).parent / "fixtures" / "campaigns" / "pings.toml"
 
 
 def test_a_run_whose_tool_fails_is_stored_as_failed_with_its_message(testbed, tmp_path):
@@ -109,7 +101,7 @@ def test_a_run_whose_tool_fails_is_stored_as_failed_with_its_message(testbed, tm
     db = Database(f"sqlite:///{tmp_path}/r.db")
     migrate(db.engine)
     store = ResultsStore(db)
-    prepared = prepare(parse(PINGS), testbed)
+    prepared = prepare(parse(PINGS.read_text()), testbed)
     [circuit] = prepared.circuits.values()
 
     def take_the_device_down(what, _done, _total):
@@ -131,7 +123,9 @@ def test_a_run_whose_tool_fails_is_stored_as_failed_with_its_message(testbed, tm
 
 def test_a_campaign_with_jitter_builds_its_loops_with_it(testbed):
     spec = parse(
-        PINGS.replace("loops_miles = [1400]", 'loops_miles = [1400]\njitter = "hops=4,mean=150us"')
+        PINGS.read_text().replace(
+            "loops_miles = [0.2]", 'loops_miles = [0.2]\njitter = "hops=4,mean=150us"'
+        )
     )
     prepared = prepare(spec, testbed)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ from longhaul.measure.schedules import Schedules
 from ..control.live import LiveServer
 
 T0 = datetime(2030, 1, 7, 9, tzinfo=UTC)
+PINGS = Path(__file__).parent / "fixtures" / "campaigns" / "pings.toml"
+"""Five pings over the 0.2-mile loop."""
 
 
 @pytest.fixture
@@ -47,24 +50,11 @@ def test_bad_schedules_are_refused(schedules):
         schedules.cancel(9)
 
 
-PINGS = """
-name = "pings"
-[connections]
-loops_miles = [0.2]
-[[tests]]
-test = "rtt"
-samples = 5
-interval_s = 0.02
-"""
-
-
 def test_a_round_books_its_loop_runs_stores_and_reports(tmp_path, testbed):
-    campaign = tmp_path / "pings.toml"
-    campaign.write_text(PINGS)
     with LiveServer(tmp_path, None, "--driver", "emulated") as server:
         token = server.add_user("scheduler")
         env = {"LONGHAUL_TOKEN": token, "LONGHAUL_HOME": str(tmp_path / "home")}
-        server.cli("campaign", "schedule", str(campaign), "--every", "1h", env=env)
+        server.cli("campaign", "schedule", str(PINGS), "--every", "1h", env=env)
         ran = server.cli("campaign", "scheduler", "--once", env=env, check=False)
         assert ran.returncode == 0, ran.stderr
         [after] = json.loads(server.cli("campaign", "schedules", "--json", env=env).stdout)

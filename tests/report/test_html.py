@@ -48,6 +48,30 @@ def echo(variant: str, size: int) -> Row:
     )
 
 
+def pings(
+    miles: float,
+    samples_ms: list[float],
+    mean_ms: float,
+    std_ms: float,
+    low_high_ms: tuple[float, float] | None = None,
+) -> Row:
+    """An rtt run as the ping tool stores it: replies, and the summary's precise figures."""
+    low, high = low_high_ms or (min(samples_ms), max(samples_ms))
+    return Row(
+        campaign="study",
+        test="rtt",
+        tool="ping",
+        source=Source.EMULATED,
+        connection=f"loop {miles} mi",
+        length_miles=miles,
+        repetition=0,
+        started_at=datetime(2030, 1, 7, 9, tzinfo=UTC),
+        rtt_ms=mean_ms,
+        rtt_std_ms=std_ms,
+        extra={"rtt_samples_ms": samples_ms, "rtt_min_ms": low, "rtt_max_ms": high},
+    )
+
+
 @pytest.fixture
 def frame() -> pd.DataFrame:
     rows = [tcp(m, n, r) for m in LENGTHS for n in (1, 2, 4, 8) for r in (0, 1)]
@@ -117,17 +141,7 @@ def test_time_series_and_rtt_cdfs_are_drawn_when_the_rows_hold_them(tmp_path):
         "interval_gbps": [8.0, 9.0, 9.2],
         "stream_interval_gbps": [[4.0, 4.5, 4.6], [4.0, 4.5, 4.6]],
     }
-    ping = tcp(1400.2, 1, 0)
-    ping.test, ping.tool, ping.cc, ping.streams, ping.throughput_gbps = (
-        "rtt",
-        "ping",
-        None,
-        None,
-        None,
-    )
-    ping.extra = {"rtt_samples_ms": [26.8, 26.9, 27.0, 26.85], "rtt_min_ms": 26.8,
-                  "rtt_max_ms": 27.0}  # fmt: skip
-    ping.rtt_ms, ping.rtt_std_ms = 26.8875, 0.074
+    ping = pings(1400.2, [26.8, 26.9, 27.0, 26.85], 26.8875, 0.074)
     frame = pd.DataFrame([r.as_dict() for r in (run, ping)], columns=list(COLUMNS))
     html = write_report(frame, tmp_path, "study").read_text()
     assert (tmp_path / "time-series-cubic-emulated.svg").exists()
@@ -153,16 +167,7 @@ def test_jitter_by_layer_compares_a_circuit_with_a_packet_switched_core(tmp_path
 
 def test_ping_jitter_comes_from_its_precise_summary_not_its_three_digit_replies(tmp_path):
     # At 164 ms ping prints "time=164 ms": the replies cannot show a 0.03 ms spread.
-    ping = tcp(8600.2, 1, 0)
-    ping.test, ping.tool, ping.cc, ping.streams, ping.throughput_gbps = (
-        "rtt",
-        "ping",
-        None,
-        None,
-        None,
-    )
-    ping.extra = {"rtt_samples_ms": [164.0] * 20, "rtt_min_ms": 163.98, "rtt_max_ms": 164.09}
-    ping.rtt_ms, ping.rtt_std_ms = 164.02, 0.03
+    ping = pings(8600.2, [164.0] * 20, 164.02, 0.03, low_high_ms=(163.98, 164.09))
     frame = pd.DataFrame([ping.as_dict()], columns=list(COLUMNS))
     html = write_report(frame, tmp_path, "long").read_text()
     # std 0.03 / 164.02 = 0.02 %; range 0.11 / 164.02 = 0.07 %.

@@ -77,6 +77,12 @@ def stability_profile(
     return _mean_table(at_length, "repetition", over)
 
 
+def in_stream_range(rows: pd.DataFrame, streams: tuple[int, int]) -> pd.DataFrame:
+    """The rows whose stream count is in low..high (both included)."""
+    low, high = streams
+    return rows[(rows["streams"] >= low) & (rows["streams"] <= high)]
+
+
 def mean_over_streams(
     rows: pd.DataFrame, streams: tuple[int, int] = DEFAULT_STREAMS
 ) -> pd.DataFrame:
@@ -90,7 +96,7 @@ def mean_over_streams(
     if low > high:
         raise InputError("streams", f"the range {low}..{high} is empty: give low ≤ high")
     runs = _one_profile(rows, (LENGTH, "streams"))
-    chosen = runs[(runs["streams"] >= low) & (runs["streams"] <= high)]
+    chosen = in_stream_range(runs, streams)
     grouped = chosen.groupby(LENGTH)[THROUGHPUT]
     means = pd.DataFrame(
         {

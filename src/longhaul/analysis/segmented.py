@@ -24,7 +24,7 @@ the only one the data give, its squared range, is so loose that the capacity ter
 B·ε outweighs any fit: with it the bound chose the straight line on every two-knot
 curve tried, even with 10,500 measurements. The practical form needs no B, and on
 synthetic two-knot curves (21 lengths, 15 measurements each, noise 0.3-0.8 Gb/s) it
-chooses k = 2 with both anchors on the true knots in 84-94 of 100 draws, where 5-fold
+chooses k = 2 with both anchors on the true knots in 84-89 of 100 draws, where 5-fold
 cross-validation, the usual alternative, over-fits more often (tests/analysis).
 
 Decisions, so that reports can say what the numbers mean:
@@ -214,6 +214,11 @@ def fit_anchored(lengths_miles: npt.ArrayLike, values: npt.ArrayLike, k: int) ->
         raise InputError("k", f"must be between 0 and {n - 2} for {n} distinct lengths")
     best, parent = _best_errors(_segment_costs(groups))
     return _anchored(groups, best, parent, k)
+
+
+def k_label(k: int) -> str:
+    """How reports name L_k: `line` for L_{−1}, else `k = N`."""
+    return "line" if k == LINE_K else f"k = {k}"
 
 
 def vc_dimension(k: int) -> int:

@@ -212,8 +212,7 @@ def _tcp_table(campaign: str, cc: str, streams: tuple[int, int], db: str | None)
     """A campaign's TCP runs of one cc in the stream range: length and throughput."""
     from longhaul.analysis import profiles  # noqa: PLC0415
 
-    tcp = profiles.tcp_rows(_frame(campaign, db))
-    tcp = tcp[(tcp["streams"] >= streams[0]) & (tcp["streams"] <= streams[1])]
+    tcp = profiles.in_stream_range(profiles.tcp_rows(_frame(campaign, db)), streams)
     rows = tcp[tcp["cc"] == cc]
     if rows.empty:
         known = ", ".join(sorted(tcp["cc"].dropna().unique())) or "none"

@@ -75,11 +75,6 @@ def circuit(record: CircuitRecord) -> dict[str, Any]:
     }
 
 
-def for_run(record: CircuitRecord, tool: str) -> dict[str, Any]:
-    """Everything above for one run of `tool` on `record`'s circuit."""
-    return {**host(), "tool": tool, "tool_version": tool_version(tool), **circuit(record)}
-
-
 def _cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

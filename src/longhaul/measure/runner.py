@@ -183,15 +183,8 @@ class Runner:
         attempts = []
         if circuit.number not in self._circuits_seen:
             self._circuits_seen[circuit.number] = meta.circuit(circuit)
-        made = {**meta.host(), **self._circuits_seen[circuit.number]}
         for attempt in range(1 + self.retries):
             row, raw = execute(run, circuit, self.testbed, campaign)
-            row.meta = {
-                **made,
-                "tool": row.tool,
-                "tool_version": meta.tool_version(row.tool),
-                "cc": row.cc,
-            }
             attempts.append(
                 [row.error] if row.failed else list((row.health or {}).get("reasons", []))
             )
@@ -202,6 +195,13 @@ class Runner:
                 progress(f"{_describe(run)}: {why}, again", spent, total)
         if row.health is not None and len(attempts) > 1:
             row.health["attempts"] = attempts
+        row.meta = {
+            **meta.host(),
+            **self._circuits_seen[circuit.number],
+            "tool": row.tool,
+            "tool_version": meta.tool_version(row.tool),
+            "cc": row.cc,
+        }
         return row, raw
 
 

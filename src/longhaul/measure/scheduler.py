@@ -60,6 +60,8 @@ def run_round(
     booked.run(spec, client, testbed, runner, lambda what, _at: say(what), purpose)
     from longhaul.report import write_report  # noqa: PLC0415 - matplotlib loads slowly
 
-    report = write_report(store.frame(spec.name), folder / "reports" / spec.name, spec.name)
-    rows = len(store.rows(spec.name))
-    return f"round {schedule.rounds + 1}: {rows} run(s) stored as {spec.name!r}; report {report}"
+    frame = store.frame(spec.name)
+    report = write_report(frame, folder / "reports" / spec.name, spec.name)
+    return (
+        f"round {schedule.rounds + 1}: {len(frame)} run(s) stored as {spec.name!r}; report {report}"
+    )

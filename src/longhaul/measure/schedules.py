@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Float, Integer, String, Text, select
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from longhaul.db import Base, Database
 from longhaul.errors import InputError
@@ -81,22 +81,9 @@ class Schedules:
                 for r in session.scalars(select(ScheduleRecord).order_by(ScheduleRecord.id))
             ]
 
-    def get(self, number: int) -> Schedule:
-        with self.db.read() as session:
-            found = session.get(ScheduleRecord, number)
-            if found is None:
-                raise InputError(
-                    "schedule", f"no schedule {number}: `longhaul campaign schedules` lists them"
-                )
-            return _schedule(found)
-
     def cancel(self, number: int) -> Schedule:
         with self.db.write() as session:
-            found = session.get(ScheduleRecord, number)
-            if found is None:
-                raise InputError(
-                    "schedule", f"no schedule {number}: `longhaul campaign schedules` lists them"
-                )
+            found = _record(session, number)
             found.state = CANCELLED
             return _schedule(found)
 
@@ -111,15 +98,22 @@ class Schedules:
         """Count the round and set the next one: the first due time after `now` (rounds
         missed while nothing ran are skipped, not run back to back)."""
         with self.db.write() as session:
-            found = session.get(ScheduleRecord, number)
-            if found is None:
-                raise InputError("schedule", f"no schedule {number}")
+            found = _record(session, number)
             found.rounds += 1
             found.last_note = note
             every = timedelta(seconds=found.every_s)
             while found.next_at <= now:
                 found.next_at += every
             return _schedule(found)
+
+
+def _record(session: Session, number: int) -> ScheduleRecord:
+    found = session.get(ScheduleRecord, number)
+    if found is None:
+        raise InputError(
+            "schedule", f"no schedule {number}: `longhaul campaign schedules` lists them"
+        )
+    return found
 
 
 def _schedule(record: ScheduleRecord) -> Schedule:

@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure  # not pyplot: figures are freed with their last reference
 
 from longhaul.analysis import jitter, normalize, profiles
+from longhaul.analysis.segmented import k_label
 from longhaul.testbed.plan import miles_label
 
 
@@ -164,13 +165,13 @@ def throughput_by_length(
 
 def _draw_fit(axes: Axes, rows: pd.DataFrame, streams: tuple[int, int], color: Any) -> None:
     """The k-segmented regression of the runs in the stream range, dotted."""
-    inside = rows[(rows["streams"] >= streams[0]) & (rows["streams"] <= streams[1])]
+    inside = profiles.in_stream_range(rows, streams)
     if inside["length_miles"].nunique() < 2:
         return
     fit = normalize.fit_table(inside.loc[:, ["length_miles", "throughput_gbps"]], "throughput_gbps")
     lengths = np.linspace(*fit.span_miles, 200)
-    name = "line" if fit.k == -1 else f"k = {fit.k}"
-    axes.plot(lengths, fit.estimate(lengths), linestyle=":", color=color, label=f"fit ({name})")
+    label = f"fit ({k_label(fit.k)})"
+    axes.plot(lengths, fit.estimate(lengths), linestyle=":", color=color, label=label)
 
 
 def cross_traffic(frame: pd.DataFrame) -> Drawn | None:

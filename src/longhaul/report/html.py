@@ -13,6 +13,7 @@ import pandas as pd
 
 from longhaul import __version__
 from longhaul.analysis import jitter, normalize, profiles, quality, reference
+from longhaul.analysis.segmented import k_label
 from longhaul.report import figures
 from longhaul.report.figures import Drawn
 from longhaul.testbed.plan import miles_label
@@ -82,8 +83,7 @@ def _against_published(
 ) -> list[dict[str, Any]]:
     """Each congestion control the published profiles have, as measured here (by source),
     fitted by k-segmented regression and set against the published means joined."""
-    tcp = profiles.tcp_rows(frame)
-    tcp = tcp[(tcp["streams"] >= streams[0]) & (tcp["streams"] <= streams[1])]
+    tcp = profiles.in_stream_range(profiles.tcp_rows(frame), streams)
     found = []
     for (cc, source), rows in tcp.groupby(["cc", "source"]):
         theirs = published[published["cc"] == cc].sort_values("miles")
@@ -101,9 +101,7 @@ def _against_published(
                 "source": source,
                 "k": "the line" if fit.k == -1 else f"k = {fit.k}",
                 "anchors": ", ".join(f"{miles_label(a)} mi" for a in fit.anchors_miles),
-                "span": f"{compared.span_miles[0]:,.1f}-{compared.span_miles[1]:,.0f} miles",
-                "difference": f"{compared.mean_difference:+.2f}",
-                "interval": f"[{low:+.2f}, {high:+.2f}]",
+                **_difference_cells(compared, (low, high)),
                 "lines": [
                     {
                         "miles": miles_label(float(m["length_miles"])),
@@ -128,8 +126,7 @@ def _against_campaign(
     if not others:
         return []
     first = others[0]
-    tcp = profiles.tcp_rows(frame)
-    tcp = tcp[(tcp["streams"] >= streams[0]) & (tcp["streams"] <= streams[1])]
+    tcp = profiles.in_stream_range(profiles.tcp_rows(frame), streams)
     found = []
     for cc, rows in tcp.groupby("cc"):
         sides = [rows[rows["campaign"] == name] for name in (first, second)]
@@ -146,14 +143,25 @@ def _against_campaign(
         found.append(
             {
                 "cc": str(cc),
-                "span": f"{compared.span_miles[0]:,.1f}-{compared.span_miles[1]:,.0f} miles",
-                "ks": " / ".join("line" if f.k == -1 else f"k = {f.k}" for f in fits),
-                "difference": f"{compared.mean_difference:+.2f}",
-                "interval": f"[{low:+.2f}, {high:+.2f}]",
+                "ks": " / ".join(k_label(f.k) for f in fits),
+                **_difference_cells(compared, (low, high)),
                 "verdict": verdict,
             }
         )
     return found
+
+
+def _difference_cells(
+    compared: normalize.Comparison, interval: tuple[float, float]
+) -> dict[str, str]:
+    """A comparison's span, mean difference and interval, as table cells."""
+    low, high = interval
+    start, end = compared.span_miles
+    return {
+        "span": f"{start:,.1f}-{end:,.0f} miles",
+        "difference": f"{compared.mean_difference:+.2f}",
+        "interval": f"[{low:+.2f}, {high:+.2f}]",
+    }
 
 
 _MADE = (

@@ -33,6 +33,15 @@ def binary() -> Path:
     )
 
 
+def missing() -> str | None:
+    """None if the emulator is built; otherwise what to run to build it."""
+    try:
+        binary()
+    except TestbedUnavailableError as exc:
+        return str(exc)
+    return None
+
+
 @dataclass(frozen=True)
 class Launch:
     """How to start the emulator for one circuit."""

@@ -82,11 +82,7 @@ class EchoTool:
     cc_source = ""
 
     def missing(self) -> str | None:
-        try:
-            emulator.binary()
-        except RuntimeError as exc:
-            return str(exc)
-        return None
+        return emulator.missing()
 
     def estimate_s(self, planned: Run) -> float:
         values = planned.test.values

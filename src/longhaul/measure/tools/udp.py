@@ -75,11 +75,7 @@ class UdpTool:
     cc_source = ""
 
     def missing(self) -> str | None:
-        try:
-            emulator.binary()
-        except RuntimeError as exc:
-            return str(exc)
-        return None
+        return emulator.missing()
 
     def estimate_s(self, planned: Run) -> float:
         return float(planned.test.values["duration_s"]) + 3 + planned.connection.rtt_ms / 1000
