@@ -54,7 +54,7 @@ bench: setup
 sim-validate: setup
 	$(RUN) longhaul sim validate --json
 
-# Measure ns-3's answers again (88 minutes of two cores here) and record them for everyone.
+# Measure ns-3's answers again (about an hour of two cores) and record them for everyone.
 ns3-answers: setup
 	@scripts/setup.sh --ns3
 	$(RUN) longhaul sim validate --parts ns3 --rerun-ns3 --json > /dev/null

@@ -8,8 +8,8 @@ import pytest
 from longhaul.errors import InputError
 from longhaul.sim import runner
 from longhaul.sim.scenarios import TcpRun, tcp_scenario
-from longhaul.testbed.plan import loop_spec
 from longhaul.topology import usn
+from longhaul.topology.circuits import loop_spec
 
 
 def small(cc: str = "reno", seed: int = 1, loss: float = 0.0) -> dict:

@@ -4,18 +4,15 @@ import pytest
 
 from longhaul.errors import InputError
 from longhaul.testbed.plan import (
-    CircuitSpec,
     circuit_addresses,
     cross_addresses,
     device_names,
     host_namespace,
-    loop_spec,
     parse_loops,
-    path_rate_bps,
-    path_spec,
     sysctls_for,
 )
 from longhaul.topology import usn
+from longhaul.topology.circuits import CircuitSpec, loop_spec, path_rate_bps, path_spec
 
 
 @pytest.fixture(scope="module")

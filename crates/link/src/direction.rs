@@ -269,7 +269,12 @@ impl<F: Clone> Direction<F> {
     }
 
     fn transmission_ps(&self, wire_bytes: u64) -> u128 {
-        u128::from(wire_bytes) * 8 * PS_PER_S / u128::from(self.rate_bps)
+        // As u64 when it fits (any frame under 2 MB): a u128 division is a library call,
+        // and this runs for every frame.
+        match wire_bytes.checked_mul(8 * PS_PER_S as u64) {
+            Some(bits_ps) => u128::from(bits_ps / self.rate_bps),
+            None => u128::from(wire_bytes) * 8 * PS_PER_S / u128::from(self.rate_bps),
+        }
     }
 
     fn wire_bytes(&self, ip_bytes: u64, segments: u32) -> u64 {
@@ -282,7 +287,10 @@ impl<F: Clone> Direction<F> {
         if ahead == 0 {
             return 0;
         }
-        (ahead * u128::from(self.rate_bps) / 8 / PS_PER_S) as u64
+        match u64::try_from(ahead * u128::from(self.rate_bps)) {
+            Ok(bits_ps) => bits_ps / 8 / PS_PER_S as u64,
+            Err(_) => (ahead * u128::from(self.rate_bps) / 8 / PS_PER_S) as u64,
+        }
     }
 
     /// Take a frame of `shape` that arrived at `now_ns`: where it goes on the line, or why
@@ -291,6 +299,15 @@ impl<F: Clone> Direction<F> {
         let now = self.link_ps(now_ns);
         self.advance_cross(now);
         let wire = self.wire_bytes(shape.ip_bytes, shape.segments);
+        if now > self.line_free_ps && self.loss.model().burst.is_some() {
+            // Burst loss runs in line time: the slots the line sat idle are steps of the
+            // chain too, or a sender backing off after a timeout would find the line as
+            // bad as it left it.
+            let slot_ps = self.transmission_ps(wire / u64::from(shape.segments.max(1)));
+            let idle_slots = (now - self.line_free_ps) / slot_ps.max(1);
+            self.loss
+                .idle(u64::try_from(idle_slots).unwrap_or(u64::MAX));
+        }
         self.counters.rx_frames += 1;
         self.counters.rx_segments += u64::from(shape.segments);
         self.counters.rx_bytes += wire;

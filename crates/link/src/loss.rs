@@ -161,6 +161,28 @@ impl LossState {
         }
     }
 
+    /// The line sat idle for `slots` segment times: advance the Gilbert-Elliott chain
+    /// that many steps at once. After k steps from Bad the chain is Bad with probability
+    /// π + (1 - π) λ^k, from Good with π (1 - λ^k), where π = p / (p + r) is its share of
+    /// Bad and λ = 1 - p - r (the two-state chain's second eigenvalue).
+    pub fn idle(&mut self, slots: u64) {
+        let Some(b) = self.model.burst else {
+            return;
+        };
+        let (p, r) = (b.p_good_to_bad, b.p_bad_to_good);
+        if slots == 0 || p + r == 0.0 {
+            return;
+        }
+        let share_bad = p / (p + r);
+        let fade = (1.0 - p - r).powf(slots.min(i32::MAX as u64) as f64);
+        let bad = if self.bad {
+            share_bad + (1.0 - share_bad) * fade
+        } else {
+            share_bad * (1.0 - fade)
+        };
+        self.bad = self.rng.random::<f64>() < bad;
+    }
+
     pub fn set_model(&mut self, model: Loss) {
         self.model = model;
         self.bad = false;
@@ -217,6 +239,36 @@ mod tests {
         assert!((measured - expected).abs() / expected < 0.05, "{measured}");
         let mean_burst = bursts.iter().sum::<usize>() as f64 / bursts.len() as f64;
         assert!((mean_burst - 4.0).abs() < 0.2, "{mean_burst}");
+    }
+
+    #[test]
+    fn idle_line_time_moves_the_burst_chain_towards_its_stationary_share() {
+        let model = Loss {
+            random: 0.0,
+            burst: Some(GilbertElliott {
+                p_good_to_bad: 0.001,
+                p_bad_to_good: 0.01,
+                loss_good: 0.0,
+                loss_bad: 1.0,
+            }),
+        };
+        let share_bad = 0.001 / 0.011;
+        let trials = 20_000;
+        let mut still_bad = 0;
+        for seed in 0..trials {
+            let mut state = LossState::new(model, seed);
+            state.bad = true;
+            // A long pause (10,000 slots, e.g. an RTO on a busy line) from the Bad state.
+            state.idle(10_000);
+            still_bad += usize::from(state.bad);
+        }
+        let measured = still_bad as f64 / f64::from(trials as u32);
+        assert!((measured - share_bad).abs() < 0.01, "{measured}");
+        // No time, no step.
+        let mut state = LossState::new(model, 1);
+        state.bad = true;
+        state.idle(0);
+        assert!(state.bad);
     }
 
     #[test]

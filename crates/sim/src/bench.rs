@@ -1,12 +1,21 @@
-//! The simulator's speed goal, measured: simulated seconds per wall-clock second for one
-//! CUBIC flow at 10 Gb/s over 163 ms (about 813k data packets a second plus ACKs) and
-//! for 20 such flows sharing the path. Buffers are large enough that windows never bind.
+//! The simulator's speed goal, measured: simulated seconds per wall-clock second at
+//! 10 Gb/s, MTU 1500 (about 813k data packets a second plus ACKs), for
+//! - `one_flow`: one CUBIC flow over 163 ms, loss-free;
+//! - `twenty_flows`: twenty such flows sharing the path;
+//! - `lossy`: one CUBIC flow over 163 ms with 1e-5 random loss (recovery, SACK
+//!   scoreboards and retransmissions on every few hundred milliseconds);
+//! - `mixed`: twenty flows, ten round-trip times from 26.8 to 163 ms, CUBIC and H-TCP
+//!   alternating.
+//!
+//! Buffers are large enough that windows never bind. `events` counts scheduled events
+//! only (a packet handed from one node to the next in the same instant is a call).
 
 use serde::Serialize;
 
 use crate::cc::CcKind;
 use crate::run::run;
-use crate::scenario::{HostSpec, HostsSpec, PathSpec, Scenario, resolve};
+use crate::scenario::{FlowGroupSpec, HostSpec, HostsSpec, PathSpec, Scenario, resolve};
+use longhaul_link::Loss;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchCase {
@@ -22,7 +31,14 @@ pub struct BenchCase {
 pub struct BenchReport {
     pub one_flow: BenchCase,
     pub twenty_flows: BenchCase,
+    pub lossy: BenchCase,
+    pub mixed: BenchCase,
 }
+
+/// Random loss per packet of the `lossy` case.
+pub const LOSSY_LOSS: f64 = 1e-5;
+/// The `mixed` case's round-trip times: ten, evenly spaced over the USN loops' range.
+pub const MIXED_RTT_MS: (f64, f64) = (26.8, 163.0);
 
 /// The bench scenario: `streams` CUBIC flows, 10 Gb/s, 163 ms, MTU 1500.
 pub fn scenario(streams: u32, duration_s: f64) -> Scenario {
@@ -54,11 +70,41 @@ pub fn scenario(streams: u32, duration_s: f64) -> Scenario {
             sender: host.clone(),
             receiver: host,
         },
+        flows: None,
     }
 }
 
-pub fn bench_case(streams: u32, duration_s: f64) -> BenchCase {
-    let resolved = resolve(&scenario(streams, duration_s), None).expect("bench scenario is valid");
+/// One CUBIC flow as in `scenario`, with `LOSSY_LOSS` random loss.
+pub fn lossy_scenario(duration_s: f64) -> Scenario {
+    let mut s = scenario(1, duration_s);
+    s.path.loss = Some(Loss::random(LOSSY_LOSS));
+    s
+}
+
+/// Twenty flows in ten groups of two, round-trip times spread evenly over
+/// `MIXED_RTT_MS`, CUBIC and H-TCP by turns.
+pub fn mixed_scenario(duration_s: f64) -> Scenario {
+    let mut s = scenario(1, duration_s);
+    let (low, high) = MIXED_RTT_MS;
+    s.path.rtt_ms = Some(low);
+    s.flows = Some(
+        (0..10)
+            .map(|i| FlowGroupSpec {
+                streams: 2,
+                cc: if i % 2 == 0 {
+                    CcKind::Cubic
+                } else {
+                    CcKind::Htcp
+                },
+                rtt_ms: Some(low + (high - low) * f64::from(i) / 9.0),
+            })
+            .collect(),
+    );
+    s
+}
+
+pub fn bench_case(scenario: &Scenario) -> BenchCase {
+    let resolved = resolve(scenario, None).expect("bench scenario is valid");
     let report = run(&resolved);
     BenchCase {
         events_per_s: report.perf.events_per_s,
@@ -72,7 +118,9 @@ pub fn bench_case(streams: u32, duration_s: f64) -> BenchCase {
 
 pub fn bench(duration_s: f64) -> BenchReport {
     BenchReport {
-        one_flow: bench_case(1, duration_s),
-        twenty_flows: bench_case(20, duration_s),
+        one_flow: bench_case(&scenario(1, duration_s)),
+        twenty_flows: bench_case(&scenario(20, duration_s)),
+        lossy: bench_case(&lossy_scenario(duration_s)),
+        mixed: bench_case(&mixed_scenario(duration_s)),
     }
 }

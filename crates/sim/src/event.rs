@@ -1,10 +1,12 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence).
+//! The event queue: a binary heap ordered by (time, insertion sequence), with the
+//! earliest event kept beside it.
 //!
 //! Ties in time pop in the order they were pushed, so a run is a function of its inputs
-//! and seed alone, never of the heap's internal layout.
+//! and seed alone, never of the heap's internal layout. Most events a handler schedules
+//! are due before everything already queued (a link's next release, 1.2 µs on at
+//! 10 Gb/s): those wait in `front` and skip the heap's sift up and down altogether.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// Index of a node in the simulator's node table.
 pub type NodeId = usize;
@@ -41,7 +43,10 @@ impl PartialOrd for Entry {
 
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    /// Earlier than (or tied and pushed before) every entry in `heap`.
+    front: Option<Entry>,
+    /// Sorted latest first, so the next due is at the end.
+    heap: Vec<Entry>,
     next_seq: u64,
 }
 
@@ -53,32 +58,55 @@ impl EventQueue {
     pub fn push(&mut self, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry {
+        let entry = Entry {
             at_ns: event.at_ns,
             seq,
             target: event.target,
             token: event.token,
-        });
+        };
+        // `Entry`'s order is reversed for the max-heap: `a > b` means a is due first.
+        match self.front {
+            Some(front) if entry > front => {
+                self.insert(front);
+                self.front = Some(entry);
+            }
+            None if self.heap.last().is_none_or(|top| entry > *top) => self.front = Some(entry),
+            _ => self.insert(entry),
+        }
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        // Entries due soon go near the end: a short search from there and a short move.
+        let mut at = self.heap.len();
+        while at > 0 && self.heap[at - 1] > entry {
+            at -= 1;
+        }
+        self.heap.insert(at, entry);
     }
 
     pub fn peek_ns(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.at_ns)
+        self.front
+            .or_else(|| self.heap.last().copied())
+            .map(|e| e.at_ns)
     }
 
     pub fn pop(&mut self) -> Option<Event> {
-        self.heap.pop().map(|e| Event {
-            at_ns: e.at_ns,
-            target: e.target,
-            token: e.token,
-        })
+        self.front
+            .take()
+            .or_else(|| self.heap.pop())
+            .map(|e| Event {
+                at_ns: e.at_ns,
+                target: e.target,
+                token: e.token,
+            })
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + usize::from(self.front.is_some())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 

@@ -8,6 +8,7 @@
 //! of its own.
 
 use std::any::Any;
+use std::collections::VecDeque;
 
 use longhaul_link::{Direction, DirectionConfig, Fate, Loss};
 use serde::Serialize;
@@ -53,6 +54,8 @@ pub struct LinkCounters {
 pub struct Link {
     config: LinkConfig,
     next: NodeId,
+    /// Where each flow's packets go next, by flow id; `next` for the rest (cross traffic).
+    routes: Vec<NodeId>,
     line: Direction<Packet>,
     line_data_bytes: u64,
     counters: LinkCounters,
@@ -64,9 +67,24 @@ impl Link {
             line: Direction::in_virtual_time(config.direction(), seed),
             config,
             next,
+            routes: Vec::new(),
             line_data_bytes: 0,
             counters: LinkCounters::default(),
         }
+    }
+
+    /// Send flow `i`'s packets to `routes[i]` instead of the one next node.
+    #[must_use]
+    pub fn with_routes(mut self, routes: Vec<NodeId>) -> Self {
+        self.routes = routes;
+        self
+    }
+
+    fn next_for(&self, pkt: &Packet) -> NodeId {
+        self.routes
+            .get(pkt.flow as usize)
+            .copied()
+            .unwrap_or(self.next)
     }
 
     pub fn config(&self) -> &LinkConfig {
@@ -127,10 +145,64 @@ impl Node for Link {
             let data = data_bytes(&pkt);
             self.line_data_bytes -= data;
             self.counters.data_bytes_delivered += data;
-            ctx.send(self.next, pkt, ctx.now_ns);
+            ctx.send(self.next_for(&pkt), pkt, ctx.now_ns);
         }
         if let Some(at) = self.line.next_release_ns() {
             ctx.schedule(at, 0);
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A fixed propagation delay with no rate and no queue: the stretch of a longer flow's
+/// path beyond the shared bottleneck. Packets leave in the order they came, each
+/// `delay_ns` after it arrived.
+pub struct DelayLine {
+    delay_ns: u64,
+    next: NodeId,
+    in_flight: VecDeque<(u64, Packet)>,
+    data_bytes_in_flight: u64,
+}
+
+impl DelayLine {
+    pub fn new(delay_ns: u64, next: NodeId) -> Self {
+        Self {
+            delay_ns,
+            next,
+            in_flight: VecDeque::new(),
+            data_bytes_in_flight: 0,
+        }
+    }
+
+    /// TCP payload bytes on their way through.
+    pub fn data_bytes_in_flight(&self) -> u64 {
+        self.data_bytes_in_flight
+    }
+}
+
+impl Node for DelayLine {
+    fn on_packet(&mut self, pkt: Packet, arrive_ns: u64, ctx: &mut Ctx<'_>) {
+        let leave_ns = arrive_ns + self.delay_ns;
+        debug_assert!(self.in_flight.back().is_none_or(|(at, _)| *at <= leave_ns));
+        if self.in_flight.is_empty() {
+            ctx.schedule(leave_ns, 0);
+        }
+        self.data_bytes_in_flight += data_bytes(&pkt);
+        self.in_flight.push_back((leave_ns, pkt));
+    }
+
+    fn on_timer(&mut self, _token: u64, ctx: &mut Ctx<'_>) {
+        while let Some(&(at_ns, pkt)) = self.in_flight.front() {
+            if at_ns > ctx.now_ns {
+                ctx.schedule(at_ns, 0);
+                break;
+            }
+            self.in_flight.pop_front();
+            self.data_bytes_in_flight -= data_bytes(&pkt);
+            ctx.send(self.next, pkt, ctx.now_ns);
         }
     }
 

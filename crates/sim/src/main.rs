@@ -91,6 +91,8 @@ fn main() -> ExitCode {
                 for (name, case) in [
                     ("one_flow", &report.one_flow),
                     ("twenty_flows", &report.twenty_flows),
+                    ("lossy", &report.lossy),
+                    ("mixed", &report.mixed),
                 ] {
                     eprintln!(
                         "{name}: {:.2}x real time, {:.2} M events/s, {:.2} Gb/s goodput",

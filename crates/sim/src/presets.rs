@@ -22,7 +22,7 @@
 //! # Connections
 //!
 //! `usn-<miles>-oc192` (OC192 SONET, 9.6 Gb/s payload) and `usn-<miles>-wanphy` (10GigE
-//! WAN-PHY, 9.29 Gb/s) for every loop-back in `shared/reference/rtt.csv`: 0.2, 1400,
+//! WAN-PHY, 9.29 Gb/s) for every loop-back in `data/reference/rtt.csv`: 0.2, 1400,
 //! 2800, 4200, 5600, 7000, 8400, 9800, 11200, 12600, 6600, 8600, 17200, 25800 and 34400
 //! miles, with the published ping RTTs (0.28 ms ... 653 ms), so e.g. `usn-8600-wanphy` is
 //! 9.29 Gb/s at 163 ms. The bottleneck queue (the Force10 E300 port buffer, not
@@ -99,6 +99,7 @@ pub fn path_presets() -> Vec<PathPreset> {
                     queue_bytes: USN_QUEUE_BYTES,
                     reverse_queue_bytes: REVERSE_QUEUE_BYTES,
                     loss: Loss::NONE,
+                    reverse_loss: Loss::NONE,
                     cross_traffic_bps: 0.0,
                     cross_traffic_packet_bytes: 1500,
                     frame_overhead_bytes: ETHERNET_FRAMING_BYTES,

@@ -3,7 +3,8 @@
 //!
 //! Topology: sender host -> forward link (the bottleneck: rate, delay, queue, loss, cross
 //! traffic) -> [receiver interface, when the receiver's bus is slower than the path] ->
-//! receiver host -> reverse link (same rate and delay, lossless) -> sender host.
+//! receiver host -> reverse link (same rate and delay, its own queue and loss) -> sender
+//! host.
 
 use std::time::Instant;
 
@@ -15,7 +16,7 @@ use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
 use longhaul_link::Loss;
 
-use crate::link::{CbrSource, Link, LinkConfig};
+use crate::link::{CbrSource, DelayLine, Link, LinkConfig};
 use crate::scenario::Resolved;
 use crate::tcp::receiver::{ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{SenderConfig, TcpSender};
@@ -40,6 +41,8 @@ pub struct Testbed {
     pub sender: NodeId,
     pub receiver: NodeId,
     pub links: Vec<NodeId>,
+    /// Each longer flow group's stretch beyond the bottleneck.
+    pub delays: Vec<NodeId>,
     pub cross: Option<NodeId>,
 }
 
@@ -47,8 +50,87 @@ fn ns(ms: f64) -> u64 {
     (ms * NS_PER_MS).round() as u64
 }
 
+/// The group of each flow, by flow id: groups take consecutive ids in their order.
+fn group_of_flows(r: &Resolved) -> Vec<usize> {
+    r.flows
+        .iter()
+        .enumerate()
+        .flat_map(|(g, group)| std::iter::repeat_n(g, group.streams as usize))
+        .collect()
+}
+
+fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
+    let mss = r.sender.mss_bytes();
+    group_of
+        .iter()
+        .enumerate()
+        .map(|(i, &g)| {
+            let cc = r.flows[g].cc.build(Window::new(
+                mss,
+                r.sender.initial_cwnd(),
+                r.sender.initial_ssthresh_segments.map(f64::from),
+            ));
+            let config = SenderConfig {
+                mss_bytes: mss,
+                frame_overhead_bytes: r.path.frame_overhead_bytes,
+                min_rto_ns: ns(r.sender.min_rto_ms),
+                snd_buf_bytes: r.sender.snd_buf_max_bytes,
+                transfer_bytes: r.transfer_bytes,
+            };
+            Endpoint::Sender(TcpSender::new(i as u32, config, cc))
+        })
+        .collect()
+}
+
+fn receivers(r: &Resolved) -> Vec<Endpoint> {
+    (0..r.streams)
+        .map(|i| {
+            let config = ReceiverConfig {
+                mss_bytes: r.sender.mss_bytes(),
+                frame_overhead_bytes: r.path.frame_overhead_bytes,
+                delayed_ack: r.receiver.delayed_ack,
+                delayed_ack_timeout_ns: ns(r.receiver.delayed_ack_timeout_ms),
+                auto_tuning: r.receiver.auto_tuning,
+                rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
+            };
+            Endpoint::Receiver(TcpReceiver::new(i, config))
+        })
+        .collect()
+}
+
+/// Each group longer than the path gets a delay line (node id, extra one-way delay)
+/// numbered from `first_id`; the bottleneck routes its flows through it. No routes when
+/// every flow has the path's RTT.
+fn plan_delays(
+    r: &Resolved,
+    group_of: &[usize],
+    first_id: NodeId,
+    fwd_next: NodeId,
+) -> (Vec<Option<(NodeId, u64)>>, Vec<NodeId>) {
+    let mut next_id = first_id;
+    let delay_ids: Vec<Option<(NodeId, u64)>> = r
+        .flows
+        .iter()
+        .map(|group| {
+            let extra_ns = ns(group.rtt_ms - r.path.rtt_ms);
+            (extra_ns > 0).then(|| {
+                next_id += 1;
+                (next_id - 1, extra_ns)
+            })
+        })
+        .collect();
+    let routes = if next_id == first_id {
+        Vec::new()
+    } else {
+        group_of
+            .iter()
+            .map(|&g| delay_ids[g].map_or(fwd_next, |(id, _)| id))
+            .collect()
+    };
+    (delay_ids, routes)
+}
+
 pub fn build(r: &Resolved) -> Testbed {
-    let n = r.streams as usize;
     let one_way_ns = ns(r.path.rtt_ms / 2.0);
     let rate_bps = r.path.rate_bps as u64;
     let receiver_rate = r.receiver.egress_rate_bps();
@@ -61,38 +143,9 @@ pub fn build(r: &Resolved) -> Testbed {
     let rx_nic_id = needs_rx_nic.then_some(4);
     let cross_id = (r.path.cross_traffic_bps > 0.0).then_some(if needs_rx_nic { 5 } else { 4 });
 
-    let mss = r.sender.mss_bytes();
-    let frame = r.path.frame_overhead_bytes;
-    let senders = (0..n)
-        .map(|i| {
-            let cc = r.cc.build(Window::new(
-                mss,
-                r.sender.initial_cwnd(),
-                r.sender.initial_ssthresh_segments.map(f64::from),
-            ));
-            let config = SenderConfig {
-                mss_bytes: mss,
-                frame_overhead_bytes: frame,
-                min_rto_ns: ns(r.sender.min_rto_ms),
-                snd_buf_bytes: r.sender.snd_buf_max_bytes,
-                transfer_bytes: r.transfer_bytes,
-            };
-            Endpoint::Sender(TcpSender::new(i as u32, config, cc))
-        })
-        .collect();
-    let receivers = (0..n)
-        .map(|i| {
-            let config = ReceiverConfig {
-                mss_bytes: mss,
-                frame_overhead_bytes: frame,
-                delayed_ack: r.receiver.delayed_ack,
-                delayed_ack_timeout_ns: ns(r.receiver.delayed_ack_timeout_ms),
-                auto_tuning: r.receiver.auto_tuning,
-                rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
-            };
-            Endpoint::Receiver(TcpReceiver::new(i as u32, config))
-        })
-        .collect();
+    let group_of = group_of_flows(r);
+    let senders = senders(r, &group_of);
+    let receivers = receivers(r);
 
     let mut sim = Sim::new();
     sim.add(Box::new(Host::new(
@@ -107,7 +160,13 @@ pub fn build(r: &Resolved) -> Testbed {
         loss: r.path.loss,
     };
     let fwd_next = rx_nic_id.unwrap_or(receiver_id);
-    sim.add(Box::new(Link::new(fwd, fwd_next, derive_seed(r.seed, 1))));
+    // The groups' delay lines are added after every other node.
+    let first_delay_id = 4 + usize::from(needs_rx_nic) + usize::from(cross_id.is_some());
+    let (delay_ids, routes) = plan_delays(r, &group_of, first_delay_id, fwd_next);
+    let delays: Vec<NodeId> = delay_ids.iter().flatten().map(|&(id, _)| id).collect();
+    sim.add(Box::new(
+        Link::new(fwd, fwd_next, derive_seed(r.seed, 1)).with_routes(routes),
+    ));
     sim.add(Box::new(Host::new(
         rev_id,
         r.receiver.egress_rate_bps() as u64,
@@ -117,12 +176,12 @@ pub fn build(r: &Resolved) -> Testbed {
         rate_bps,
         delay_ns: one_way_ns,
         queue_bytes: r.path.reverse_queue_bytes,
-        loss: Loss::NONE,
+        loss: r.path.reverse_loss,
     };
     sim.add(Box::new(Link::new(rev, sender_id, derive_seed(r.seed, 2))));
     let mut links = vec![fwd_id, rev_id];
     if let Some(id) = rx_nic_id {
-        let ring = RX_RING_FRAMES * u64::from(r.receiver.mtu_bytes + frame);
+        let ring = RX_RING_FRAMES * u64::from(r.receiver.mtu_bytes + r.path.frame_overhead_bytes);
         let nic = LinkConfig {
             rate_bps: receiver_rate as u64,
             delay_ns: 0,
@@ -140,11 +199,15 @@ pub fn build(r: &Resolved) -> Testbed {
         );
         assert_eq!(sim.add(Box::new(cbr)), id);
     }
+    for &(id, extra_ns) in delay_ids.iter().flatten() {
+        assert_eq!(sim.add(Box::new(DelayLine::new(extra_ns, fwd_next))), id);
+    }
     Testbed {
         sim,
         sender: sender_id,
         receiver: receiver_id,
         links,
+        delays,
         cross: cross_id,
     }
 }
@@ -344,6 +407,10 @@ fn counters(t: &Testbed) -> Counters {
         c.packets_dropped_queue += lc.packets_dropped_queue;
         c.packets_dropped_line += lc.packets_dropped_line;
         c.max_queue_bytes = c.max_queue_bytes.max(lc.max_queue_bytes);
+    }
+    for &id in &t.delays {
+        let line: &DelayLine = t.sim.get(id).expect("delay line");
+        c.data_bytes_in_flight += line.data_bytes_in_flight();
     }
     for e in sender.endpoints() {
         if let Endpoint::Sender(s) = e {

@@ -43,6 +43,32 @@ pub struct Scenario {
     pub host_preset: Option<String>,
     #[serde(default)]
     pub hosts: HostsSpec,
+    /// Groups of flows with their own congestion control and round-trip time, in place
+    /// of `cc` and `streams` (which then must be left out): flows of different RTTs and
+    /// variants sharing the bottleneck.
+    #[serde(default)]
+    pub flows: Option<Vec<FlowGroupSpec>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowGroupSpec {
+    #[serde(default = "default_streams")]
+    pub streams: u32,
+    #[serde(default = "default_cc")]
+    pub cc: CcKind,
+    /// This group's round-trip propagation time: at least the path's, the difference
+    /// added after the bottleneck. Absent: the path's.
+    #[serde(default)]
+    pub rtt_ms: Option<f64>,
+}
+
+/// A group of flows, every value filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowGroup {
+    pub streams: u32,
+    pub cc: CcKind,
+    pub rtt_ms: f64,
 }
 
 fn default_interval_s() -> f64 {
@@ -64,6 +90,8 @@ pub struct PathSpec {
     pub queue_bytes: Option<u64>,
     pub reverse_queue_bytes: Option<u64>,
     pub loss: Option<Loss>,
+    /// Loss on the return path (the ACKs'); none unless given.
+    pub reverse_loss: Option<Loss>,
     pub cross_traffic_bps: Option<f64>,
     pub cross_traffic_packet_bytes: Option<u32>,
     pub frame_overhead_bytes: Option<u32>,
@@ -102,6 +130,7 @@ pub struct PathConfig {
     pub queue_bytes: u64,
     pub reverse_queue_bytes: u64,
     pub loss: Loss,
+    pub reverse_loss: Loss,
     pub cross_traffic_bps: f64,
     pub cross_traffic_packet_bytes: u32,
     pub frame_overhead_bytes: u32,
@@ -152,8 +181,10 @@ pub struct Resolved {
     pub duration_s: f64,
     pub interval_s: f64,
     pub omit_s: f64,
+    /// The first group's variant, and the flows of every group.
     pub cc: CcKind,
     pub streams: u32,
+    pub flows: Vec<FlowGroup>,
     pub transfer_bytes: Option<u64>,
     pub seed: u64,
     pub path: PathConfig,
@@ -263,6 +294,10 @@ fn resolve_path(s: &Scenario) -> Result<PathConfig, ScenarioError> {
             .or(base.as_ref().map(|b| b.reverse_queue_bytes))
             .unwrap_or(presets::REVERSE_QUEUE_BYTES),
         loss: p.loss.or(base.as_ref().map(|b| b.loss)).unwrap_or_default(),
+        reverse_loss: p
+            .reverse_loss
+            .or(base.as_ref().map(|b| b.reverse_loss))
+            .unwrap_or_default(),
         cross_traffic_bps: p
             .cross_traffic_bps
             .or(base.as_ref().map(|b| b.cross_traffic_bps))
@@ -296,6 +331,9 @@ fn validate_path(p: &PathConfig) -> Result<(), ScenarioError> {
     p.loss
         .check()
         .map_err(|e| err(&format!("path.{}", e.field), e.message))?;
+    p.reverse_loss
+        .check()
+        .map_err(|e| err(&format!("path.reverse_{}", e.field), e.message))?;
     non_negative("path.cross_traffic_bps", p.cross_traffic_bps)?;
     if p.cross_traffic_bps >= p.rate_bps {
         return Err(err("path.cross_traffic_bps", "must be below path.rate_bps"));
@@ -407,6 +445,7 @@ pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioErro
             "must equal hosts.sender.mtu_bytes",
         ));
     }
+    let flows = resolve_flows(s, &path)?;
     let frame = u64::from(sender.mtu_bytes + path.frame_overhead_bytes);
     if path.queue_bytes < frame {
         return Err(err(
@@ -418,14 +457,66 @@ pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioErro
         duration_s: s.duration_s,
         interval_s: s.interval_s,
         omit_s: s.omit_s,
-        cc: s.cc,
-        streams: s.streams,
+        cc: flows[0].cc,
+        streams: flows.iter().map(|g| g.streams).sum(),
+        flows,
         transfer_bytes: s.transfer_bytes,
         seed: seed.or(s.seed).unwrap_or(1),
         path,
         sender,
         receiver,
     })
+}
+
+fn resolve_flows(s: &Scenario, path: &PathConfig) -> Result<Vec<FlowGroup>, ScenarioError> {
+    let Some(groups) = &s.flows else {
+        return Ok(vec![FlowGroup {
+            streams: s.streams,
+            cc: s.cc,
+            rtt_ms: path.rtt_ms,
+        }]);
+    };
+    if s.streams != default_streams() || s.cc != default_cc() {
+        return Err(err(
+            "flows",
+            "give cc and streams in each group, not beside flows",
+        ));
+    }
+    if groups.is_empty() {
+        return Err(err("flows", "give at least one group"));
+    }
+    let resolved: Vec<FlowGroup> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let rtt_ms = g.rtt_ms.unwrap_or(path.rtt_ms);
+            if !(rtt_ms.is_finite() && rtt_ms >= path.rtt_ms && rtt_ms <= 100_000.0) {
+                return Err(err(
+                    &format!("flows[{i}].rtt_ms"),
+                    format!(
+                        "must be at least path.rtt_ms ({}) and at most 100000, got {rtt_ms}",
+                        path.rtt_ms
+                    ),
+                ));
+            }
+            if g.streams == 0 {
+                return Err(err(&format!("flows[{i}].streams"), "must be at least 1"));
+            }
+            Ok(FlowGroup {
+                streams: g.streams,
+                cc: g.cc,
+                rtt_ms,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let total: u32 = resolved.iter().map(|g| g.streams).sum();
+    if total > MAX_STREAMS {
+        return Err(err(
+            "flows",
+            format!("at most {MAX_STREAMS} streams in all, got {total}"),
+        ));
+    }
+    Ok(resolved)
 }
 
 /// Parse and resolve in one step.

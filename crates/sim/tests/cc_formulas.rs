@@ -5,7 +5,7 @@
 #![allow(clippy::float_cmp)]
 
 use longhaul_sim::cc::{
-    CcKind, CongestionControl, Cubic, Htcp, Vegas, Window, bic, highspeed, htcp,
+    CcKind, CongestionControl, Cubic, Htcp, RttSample, Vegas, Window, bic, highspeed, htcp,
 };
 
 const MSS: u32 = 1000;
@@ -20,7 +20,7 @@ fn avoiding(kind: CcKind, cwnd: f64) -> Box<dyn CongestionControl> {
 fn one_rtt(cc: &mut dyn CongestionControl, rtt_ns: u64, now_ns: u64) {
     let acks = (cc.window().cwnd.floor() as u64).div_ceil(2);
     for _ in 0..acks {
-        cc.on_rtt(rtt_ns, now_ns);
+        cc.on_rtt(&RttSample::at(rtt_ns, now_ns));
         cc.on_ack(2 * u64::from(MSS), Some(rtt_ns), now_ns);
     }
 }
@@ -80,16 +80,37 @@ fn highspeed_matches_the_rfc_3649_table() {
             highspeed::decrease(w)
         );
     }
+    // Linux adds a(w) / cwnd per ACK: one RTT of delayed ACKs (two segments each) grows
+    // the window by a(w) / 2.
     let mut cc = avoiding(CcKind::Highspeed, 1058.0);
     one_rtt(cc.as_mut(), 100 * MS, 0);
     let grown = cwnd(cc.as_ref()) - 1058.0;
-    assert!((grown - highspeed::increase(1058.0)).abs() < 0.2, "{grown}");
+    assert!(
+        (grown - highspeed::increase(1058.0) / 2.0).abs() < 0.2,
+        "{grown}"
+    );
     let w = cwnd(cc.as_ref());
     cc.on_congestion_event(0);
     assert!((cwnd(cc.as_ref()) - w * (1.0 - highspeed::decrease(w))).abs() < 1e-9);
     // At and below Low_Window it is Reno.
     assert_eq!(highspeed::increase(38.0), 1.0);
     assert_eq!(highspeed::decrease(20.0), 0.5);
+}
+
+#[test]
+fn scalable_grows_as_reno_below_ai_cnt_and_by_one_percent_per_segment_above() {
+    use longhaul_sim::cc::scalable::SCALABLE_AI_CNT;
+    let mut small = avoiding(CcKind::Scalable, 40.0);
+    one_rtt(small.as_mut(), 100 * MS, 0);
+    assert!(
+        (cwnd(small.as_ref()) - 41.0).abs() < 0.05,
+        "{}",
+        cwnd(small.as_ref())
+    );
+    let mut large = avoiding(CcKind::Scalable, 1000.0);
+    one_rtt(large.as_mut(), 100 * MS, 0);
+    let grown = cwnd(large.as_ref()) - 1000.0;
+    assert!((grown - 1000.0 / SCALABLE_AI_CNT).abs() < 0.01, "{grown}");
 }
 
 #[test]
@@ -175,7 +196,7 @@ fn htcp_alpha_grows_with_time_since_congestion() {
     assert!((htcp::alpha(3.0, 100 * MS, 0.5) - 22.0).abs() < 1e-12);
 
     let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
-    cc.on_rtt(100 * MS, 0);
+    cc.on_rtt(&RttSample::at(100 * MS, 0));
     cc.on_congestion_event(0);
     assert_eq!(cc.beta(), 0.5, "the first loss uses beta_min");
     let w0 = cc.window().cwnd;
@@ -196,9 +217,9 @@ fn htcp_alpha_grows_with_time_since_congestion() {
 #[test]
 fn htcp_beta_adapts_to_the_rtt_ratio() {
     let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
-    cc.on_rtt(100 * MS, 0);
-    cc.on_rtt(115 * MS, 0);
-    cc.on_rtt(125 * MS, 0);
+    cc.on_rtt(&RttSample::at(100 * MS, 0));
+    cc.on_rtt(&RttSample::at(115 * MS, 0));
+    cc.on_rtt(&RttSample::at(125 * MS, 0));
     cc.on_congestion_event(0);
     assert_eq!(cc.beta(), 0.5);
     cc.on_congestion_event(MS);
@@ -229,21 +250,56 @@ fn htcp_scales_alpha_with_the_kernels_integers() {
     assert!((htcp::alpha(1.5, 163 * MS, 102.0 / 128.0) - 12.0 * 2.0 * 26.0 / 128.0).abs() < 1e-12);
 }
 
+/// An RTT sample as the sender gives it: `ack` acknowledged, `snd_nxt` sent.
+fn sample(rtt_ns: u64, ack: u64, snd_nxt: u64) -> RttSample {
+    RttSample {
+        ack,
+        snd_nxt,
+        ..RttSample::at(rtt_ns, 0)
+    }
+}
+
+#[test]
+fn htcp_counts_delta_from_the_end_of_recovery_and_learns_rttmax_only_when_open() {
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    cc.on_rtt(&RttSample::at(100 * MS, 0));
+    cc.on_congestion_event(0);
+    // A recovery's RTTs (a queue draining) do not raise RTTmax.
+    cc.on_rtt(&RttSample {
+        open: false,
+        ..RttSample::at(115 * MS, 0)
+    });
+    cc.on_recovered(2_000 * MS);
+    // 2.5 s after the loss but 0.5 s after the recovery ended: still f = 1.
+    assert_eq!(cc.alpha_at(2_500 * MS), 2.0 * (1.0 - cc.beta()));
+    cc.on_congestion_event(3_000 * MS);
+    assert_eq!(
+        cc.beta(),
+        htcp::BETA_MAX,
+        "the 115 ms came during recovery: RTTmax stayed at RTTmin, 100/100 clamps to beta_max"
+    );
+}
+
 #[test]
 fn vegas_holds_between_alpha_and_beta() {
     let base = 100 * MS;
-    // diff = cwnd (rtt - base) / rtt; pick rtt for a target diff at 100 segments.
-    let rtt_for = |diff: f64| (base as f64 * 100.0 / (100.0 - diff)) as u64;
+    // diff = floor(cwnd (rtt - base) / base); pick rtt for a target diff at 100 segments.
+    let rtt_for = |diff: f64| (base as f64 * (100.0 + diff) / 100.0) as u64 + 1;
     for (diff, change) in [(1.0, 1.0), (3.0, 0.0), (6.0, -1.0)] {
         let mut cc = Vegas::new(Window::new(MSS, 100.0, Some(50.0)));
-        cc.on_rtt(base, 0);
-        cc.on_ack(u64::from(MSS), Some(base), 0); // opens the first round
+        // The first ACK passes beg_snd_nxt = 0 and opens a round that ends at 100 kB.
+        cc.on_rtt(&sample(base, 1000, 100_000));
+        cc.on_ack(u64::from(MSS), Some(base), 0);
         let before = cc.window().cwnd;
         let rtt = rtt_for(diff);
-        for _ in 0..5 {
-            cc.on_rtt(rtt, base / 2);
+        for k in 2..=6 {
+            // Inside the round: ACKs up to beg_snd_nxt change nothing in avoidance.
+            cc.on_rtt(&sample(rtt, k * 1000, 100_000 + k * 1000));
+            cc.on_ack(u64::from(MSS), Some(rtt), 0);
+            assert_eq!(cc.window().cwnd, before);
         }
-        cc.on_ack(u64::from(MSS), Some(rtt), 2 * base);
+        cc.on_rtt(&sample(rtt, 100_001, 200_000));
+        cc.on_ack(u64::from(MSS), Some(rtt), 0);
         assert!(
             (cc.window().cwnd - before - change).abs() < 1e-9,
             "diff {diff}: {} -> {}",

@@ -104,3 +104,69 @@ fn presets_run_and_a_slow_bus_caps_the_rate_without_loss() {
     assert!(gbps > 0.9 && gbps < 1.0, "{gbps}");
     assert_eq!(r.counters.retransmits, 0);
 }
+
+/// Two groups share a 1 Gb/s bottleneck: two CUBIC flows at 20 ms and two Reno flows
+/// at 80 ms (60 ms more, after the bottleneck).
+const MIXED: &str = r#"{
+    "duration_s": 20, "omit_s": 5, "seed": 1,
+    "path": {"rate_bps": 1e9, "rtt_ms": 20, "queue_bytes": 2500000},
+    "flows": [{"streams": 2, "cc": "cubic"}, {"streams": 2, "cc": "reno", "rtt_ms": 80}],
+    "hosts": {"sender": {"snd_buf_max_bytes": 64000000}, "receiver": {"rcv_buf_max_bytes": 64000000}}
+}"#;
+
+#[test]
+fn flow_groups_have_their_own_rtt_and_variant_and_bytes_are_conserved() {
+    let r = simulate(MIXED, None);
+    assert!(r.counters.conserved, "{:?}", r.counters);
+    assert_eq!(r.scenario.streams, 4);
+    let last = r.intervals.last().unwrap();
+    let rtt_ms: Vec<f64> = last.streams.iter().map(|s| s.rtt as f64 / 1000.0).collect();
+    // Smoothed RTTs: each group's propagation plus what the shared queue adds to both.
+    assert!(rtt_ms[0] >= 20.0 && rtt_ms[1] >= 20.0, "{rtt_ms:?}");
+    assert!(rtt_ms[2] >= 80.0 && rtt_ms[3] >= 80.0, "{rtt_ms:?}");
+    assert!((rtt_ms[2] - rtt_ms[0] - 60.0).abs() < 5.0, "{rtt_ms:?}");
+    // The short-RTT CUBIC flows take more of the line than the long-RTT Reno flows.
+    let bytes: Vec<u64> = r.end.streams.iter().map(|s| s.receiver.bytes).collect();
+    assert!(bytes[0] + bytes[1] > bytes[2] + bytes[3], "{bytes:?}");
+    let goodput = r.end.sum_received.bits_per_second;
+    assert!(goodput > 0.8e9 && goodput < 1e9, "{goodput}");
+}
+
+#[test]
+fn flow_groups_are_checked() {
+    let bad = MIXED.replace(r#""rtt_ms": 80"#, r#""rtt_ms": 10"#);
+    let e = load(&bad, None).unwrap_err().to_string();
+    assert!(
+        e.starts_with("flows[1].rtt_ms: must be at least path.rtt_ms (20)"),
+        "{e}"
+    );
+    let both = MIXED.replace(r#""seed": 1,"#, r#""seed": 1, "streams": 3,"#);
+    let e = load(&both, None).unwrap_err().to_string();
+    assert!(
+        e.starts_with("flows: give cc and streams in each group"),
+        "{e}"
+    );
+}
+
+#[test]
+fn acks_lost_on_the_return_path_cost_little_cumulative_acks_cover_them() {
+    let clean = r#"{
+        "duration_s": 10, "omit_s": 3, "cc": "reno", "seed": 1,
+        "path": {"rate_bps": 1e9, "rtt_ms": 20, "queue_bytes": 2500000},
+        "hosts": {"sender": {"snd_buf_max_bytes": 16000000}, "receiver": {"rcv_buf_max_bytes": 16000000}}
+    }"#;
+    let lossy_acks = clean.replace(
+        r#""queue_bytes": 2500000}"#,
+        r#""queue_bytes": 2500000, "reverse_loss": {"random": 0.2}}"#,
+    );
+    let a = simulate(clean, None);
+    let b = simulate(&lossy_acks, None);
+    assert_eq!(a.counters.packets_dropped_line, 0);
+    assert!(b.counters.packets_dropped_line > 1000, "{:?}", b.counters);
+    assert!(b.counters.conserved);
+    let (ga, gb) = (
+        a.end.sum_received.bits_per_second,
+        b.end.sum_received.bits_per_second,
+    );
+    assert!(gb > 0.9 * ga, "{gb} against {ga}");
+}

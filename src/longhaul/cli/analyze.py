@@ -12,7 +12,7 @@ from rich.table import Table
 
 from longhaul.cli.campaign import DbOption, _store
 from longhaul.cli.common import console, fail, note, print_json
-from longhaul.testbed.plan import miles_label
+from longhaul.topology.circuits import miles_label
 
 app = typer.Typer(help="The USN analysis: profiles, DPM, comparisons.", no_args_is_help=True)
 

@@ -194,19 +194,26 @@ def _floats(text: str, option: str) -> tuple[float, ...]:
 def sim(
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
     seconds: Annotated[float, typer.Option(help="Simulated seconds per case.", min=1)] = 15.0,
+    ns3: Annotated[
+        bool, typer.Option(help="Time ns-3 on a scaled case in the same run (about a minute).")
+    ] = True,
 ) -> None:
-    """Speed of longhaul-sim: events/s and the real-time factor (simulated seconds per
-    wall-clock second) for one and twenty CUBIC flows at 10 Gb/s over 163 ms, 1,500-byte
-    MTU, on one core."""
+    """Speed of longhaul-sim at 10 Gb/s, MTU 1500, on one core: events/s and the
+    real-time factor (simulated seconds per wall-clock second) for one CUBIC flow over
+    163 ms, twenty such flows, one flow with 1e-5 random loss, and twenty flows of ten
+    RTTs (26.8-163 ms) and two variants; then `vs_ns3_speedup`, how many times faster
+    than ns-3 it runs a scaled case (1 Gb/s, 26.8 ms) timed in the same run."""
     import subprocess  # noqa: PLC0415
 
+    from longhaul.bench import sim as sim_bench  # noqa: PLC0415
+    from longhaul.sim import ns3 as ns3_sim  # noqa: PLC0415
     from longhaul.sim import runner  # noqa: PLC0415
 
     try:
         program = runner.binary()
     except runner.SimUnavailableError as exc:
         fail(str(exc), code=1)
-    with err_console.status("simulating one and twenty 10 Gb/s CUBIC flows"):
+    with err_console.status("simulating the four 10 Gb/s cases"):
         done = subprocess.run(
             [str(program), "bench", "--json", "--seconds", f"{seconds:g}"],
             capture_output=True, text=True, check=False, timeout=3600,
@@ -214,12 +221,31 @@ def sim(
     if done.returncode != 0:
         fail(f"longhaul-sim bench failed: {done.stderr.strip()[-300:]}", code=1)
     report = json.loads(done.stdout)
+    report["vs_ns3_speedup"] = None
+    if ns3:
+        try:
+            with err_console.status("timing ns-3 and longhaul-sim on the scaled case"):
+                report["vs_ns3"] = sim_bench.against_ns3()
+            report["vs_ns3_speedup"] = report["vs_ns3"]["speedup"]
+        except ns3_sim.Ns3UnavailableError as exc:
+            report["vs_ns3"] = {"skipped": str(exc)}
+    else:
+        report["vs_ns3"] = {"skipped": "--no-ns3"}
     if json_output:
         print_json(report)
         return
-    for case in ("one_flow", "twenty_flows"):
+    for case in ("one_flow", "twenty_flows", "lossy", "mixed"):
         figures = report[case]
         console.print(
             f"{case.replace('_', ' ')}: {figures['events_per_s'] / 1e6:.2f} M events/s, "
             f"real-time factor {figures['realtime_factor']:.2f}"
+        )
+    against = report["vs_ns3"]
+    if "skipped" in against:
+        console.print(f"against ns-3: skipped ({against['skipped']})")
+    else:
+        console.print(
+            f"against ns-3 ({against['case']['simulated_s']:g} simulated s of one CUBIC flow "
+            f"at 1 Gb/s, 26.8 ms): ns-3 {against['ns3_wall_s']:.1f} s, longhaul-sim "
+            f"{against['sim_wall_s']:.3f} s, {against['speedup']:.0f}x"
         )

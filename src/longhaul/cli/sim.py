@@ -38,15 +38,15 @@ def validate(
         bool,
         typer.Option(
             "--rerun-ns3",
-            help="Run ns-3 on every case (88 minutes on two cores here) instead of taking the "
+            help="Run ns-3 on every case (about an hour on two cores) instead of taking the "
             "answers recorded with longhaul or cached here.",
         ),
     ] = False,
 ) -> None:
     """Hold longhaul-sim against ns-3, the kernel and the published USN TCP profiles.
 
-    ns-3 is slow, and slower the larger its window (one flow at 163 ms takes 13 to 20
-    minutes here). longhaul ships ns-3's answers as measured on its own machine and
+    ns-3 is slow, and slower the larger its window (eight flows at 163 ms take 2 to 11
+    minutes each on two cores). longhaul ships ns-3's answers as measured on its own machine and
     compares against them; ns-3 runs only for a case they lack (a changed case or
     bulk.cc) or with --rerun-ns3, and what it answers is kept in the data directory."""
     from longhaul.sim import validation  # noqa: PLC0415
@@ -154,12 +154,17 @@ def _show(part: str, result: dict[str, Any]) -> None:
     key = "ns3_mbps" if part == "ns3" else "kernel_gbps"
     ours = "sim_mbps" if part == "ns3" else "sim_gbps"
     table = Table(title=f"against {part}", title_justify="left")
-    for column in ("cc", "n", "RTT ms", "loss", part, "sim", "ratio", "within"):
+    columns: tuple[str, ...] = ("cc", "n", "RTT ms", "loss", part, "sim", "ratio", "within")
+    if part == "ns3":
+        columns = ("group", "queue BDP", *columns)
+    for column in columns:
         table.add_column(column)
     for case in result["cases"]:
         within = case["within"]
         verdict = "n/a" if within is None else "yes" if within else "[red]no[/red]"
+        first = (case["group"], f"{case['queue_bdp']:g}") if part == "ns3" else ()
         table.add_row(
+            *first,
             case["cc"],
             str(case["streams"]),
             f"{case['rtt_ms']:g}",
@@ -172,6 +177,10 @@ def _show(part: str, result: dict[str, Any]) -> None:
     console.print(table)
     console.print(f"{result['within']} of {result['compared']} within {result['tolerance']:.0%}")
     if part == "ns3":
+        console.print(
+            f"below line rate: {result['below_line_rate_within']} of "
+            f"{result['below_line_rate_cases']} within"
+        )
         _show_ns3_notes(result)
 
 

@@ -15,7 +15,7 @@ from longhaul.control.client import Client
 from longhaul.measure import campaign as campaigns
 from longhaul.measure.runner import Prepared, Runner
 from longhaul.testbed import Testbed
-from longhaul.testbed.plan import miles_label
+from longhaul.topology.circuits import miles_label
 
 LOOP_ENDS = ("ornl-e300:1/0", "ornl-e300:1/1")
 """The ORNL edge switch's host ports: a loop-back joins the two 10GigE hosts."""

@@ -26,8 +26,8 @@ from longhaul.measure.campaign import Campaign, Connection, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
 from longhaul.testbed import CircuitRecord, Testbed, loop_spec
-from longhaul.testbed.plan import miles_label
 from longhaul.testbed.watch import Watch
+from longhaul.topology.circuits import miles_label
 
 RETRIES = 2
 """How many times a degraded or failed run is run again before it is stored so."""

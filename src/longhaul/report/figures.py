@@ -18,7 +18,7 @@ from matplotlib.figure import Figure  # not pyplot: figures are freed with their
 
 from longhaul.analysis import jitter, normalize, profiles
 from longhaul.analysis.segmented import k_label
-from longhaul.testbed.plan import miles_label
+from longhaul.topology.circuits import miles_label
 
 
 @dataclass(frozen=True)

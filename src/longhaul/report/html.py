@@ -16,7 +16,7 @@ from longhaul.analysis import jitter, normalize, profiles, quality, reference
 from longhaul.analysis.segmented import k_label
 from longhaul.report import figures
 from longhaul.report.figures import Drawn
-from longhaul.testbed.plan import miles_label
+from longhaul.topology.circuits import miles_label
 
 STREAMS_RANGE = (5, 15)
 """USN averaged over n = 5..15 streams; where fewer were measured, over those there are."""

@@ -18,8 +18,8 @@ from longhaul.measure.store import ResultsStore
 from longhaul.measure.tools import iperf3
 from longhaul.sim import runner
 from longhaul.sim.scenarios import TcpRun, random_loss, tcp_scenario
-from longhaul.testbed.plan import loop_spec
 from longhaul.topology import Topology
+from longhaul.topology.circuits import loop_spec
 
 Progress = Callable[[str, int, int], None]
 """(what just finished, runs done, runs in all)."""

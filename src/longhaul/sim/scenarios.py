@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul.testbed.plan import CircuitSpec
+from longhaul.topology.circuits import CircuitSpec
 
 DEFAULT_HOST = "usn-type-1"
 """USN's 10GigE hosts of 2008 (PCI-Express, Linux 2.6.18 auto-tuning ceilings)."""

@@ -5,9 +5,9 @@
 """
 
 from longhaul.testbed.netns import TestbedError, TestbedUnavailableError
-from longhaul.testbed.plan import CircuitSpec, loop_spec, path_spec
 from longhaul.testbed.state import CircuitRecord
 from longhaul.testbed.testbed import CircuitStatus, Teardown, Testbed
+from longhaul.topology.circuits import CircuitSpec, loop_spec, path_spec
 
 __all__ = [
     "CircuitRecord",

@@ -25,19 +25,18 @@ from longhaul.testbed import emulator, host, netns, state
 from longhaul.testbed.plan import (
     CIRCUITS_NET,
     CROSS_NET,
-    CircuitSpec,
     circuit_addresses,
     cross_addresses,
     cross_devices,
     cross_host,
     device_names,
     host_namespace,
-    loop_spec,
     prefix,
     sysctls_for,
 )
 from longhaul.testbed.state import CircuitRecord, CrossRecord, State
 from longhaul.topology import Topology, usn
+from longhaul.topology.circuits import CircuitSpec, loop_spec
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 //! CUBIC (RFC 9438): after a loss the window follows W(t) = C (t - K)^3 + Wmax with
 //! K = cbrt(Wmax (1 - beta) / C), C = 0.4, beta = 0.7, t from the start of the epoch;
-//! the target is W(t + RTT). Reno-friendly region: never below the window an AIMD flow
-//! with alpha = 3 (1 - beta) / (1 + beta) would have. Fast convergence on. No `HyStart`
-//! (Linux added it in 2.6.29, after the USN experiments).
+//! the target is W(t + RTT) with RTT the least seen (Linux's `delay_min`, which
+//! `bictcp_update` adds to t), at most 1.5 cwnd. Reno-friendly region: never below the
+//! window an AIMD flow with alpha = 3 (1 - beta) / (1 + beta) would have (Linux's
+//! `tcp_friendliness`). Fast convergence on. No `HyStart` (Linux added it in 2.6.29,
+//! after the USN experiments).
 
-use super::{CongestionControl, NS_PER_S, Window};
+use super::{CongestionControl, NS_PER_S, RttSample, Window};
 
 pub const C: f64 = 0.4;
 pub const BETA: f64 = 0.7;
@@ -17,7 +19,7 @@ pub struct Cubic {
     epoch_start_ns: Option<u64>,
     /// The Reno-friendly estimate.
     w_est: f64,
-    last_rtt_ns: u64,
+    min_rtt_ns: u64,
 }
 
 impl Cubic {
@@ -29,7 +31,7 @@ impl Cubic {
             origin: 0.0,
             epoch_start_ns: None,
             w_est: 0.0,
-            last_rtt_ns: 0,
+            min_rtt_ns: 0,
         }
     }
 
@@ -63,7 +65,7 @@ impl Cubic {
             self.start_epoch(now_ns);
         }
         let epoch_ns = self.epoch_start_ns.unwrap_or(now_ns);
-        let t_s = (now_ns - epoch_ns + self.last_rtt_ns) as f64 / NS_PER_S;
+        let t_s = (now_ns - epoch_ns + self.min_rtt_ns) as f64 / NS_PER_S;
         let cwnd = self.w.cwnd;
         let target = self.w_cubic(t_s).clamp(cwnd, 1.5 * cwnd);
         self.w.cwnd += (target - cwnd) / cwnd * acked;
@@ -85,10 +87,13 @@ impl CongestionControl for Cubic {
     fn window_mut(&mut self) -> &mut Window {
         &mut self.w
     }
-    fn on_ack(&mut self, acked_bytes: u64, rtt_ns: Option<u64>, now_ns: u64) {
-        if let Some(rtt) = rtt_ns {
-            self.last_rtt_ns = rtt;
+    fn on_rtt(&mut self, sample: &RttSample) {
+        // bictcp_acked: delay_min learns from every sample, in any state.
+        if self.min_rtt_ns == 0 || sample.rtt_ns < self.min_rtt_ns {
+            self.min_rtt_ns = sample.rtt_ns;
         }
+    }
+    fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, now_ns: u64) {
         let ca = self.w.slow_start(self.w.segments(acked_bytes));
         if ca > 0.0 {
             self.avoid_congestion(ca, now_ns);

@@ -64,7 +64,10 @@ impl CongestionControl for HighSpeed {
     fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, _now_ns: u64) {
         let ca = self.w.slow_start(self.w.segments(acked_bytes));
         if ca > 0.0 {
-            self.w.cwnd += increase(self.w.cwnd) * ca / self.w.cwnd;
+            // tcp_highspeed.c, hstcp_cong_avoid: snd_cwnd_cnt += a(w) per ACK, however
+            // many segments it acknowledges; behind delayed ACKs that is a(w) / 2 per RTT
+            // per window, half of RFC 3649's per-segment a(w).
+            self.w.cwnd += increase(self.w.cwnd) / self.w.cwnd;
         }
     }
     fn on_congestion_event(&mut self, _now_ns: u64) {

@@ -14,7 +14,7 @@
 //! gives 1.63 (1 - beta), a 128 ms path by 1, and a 26.8 ms path by 2 (1 - beta) instead
 //! of 0.27 (1 - beta): scaling never brings the factor below 1.
 
-use super::{CongestionControl, NS_PER_S, Window};
+use super::{CongestionControl, NS_PER_S, RttSample, Window};
 
 pub const DELTA_L_S: f64 = 1.0;
 /// Jiffies per second of the modelled kernels.
@@ -117,15 +117,26 @@ impl CongestionControl for Htcp {
     fn window_mut(&mut self) -> &mut Window {
         &mut self.w
     }
-    fn on_rtt(&mut self, rtt_ns: u64, _now_ns: u64) {
+    fn on_rtt(&mut self, sample: &RttSample) {
+        let rtt_ns = sample.rtt_ns;
         if self.min_rtt_ns == 0 || rtt_ns < self.min_rtt_ns {
             self.min_rtt_ns = rtt_ns;
         }
+        // tcp_htcp.c, measure_rtt: RTTmax only learns in the open state (the RTTs of a
+        // recovery say nothing of the queue), and grows by at most 20 ms per sample, to
+        // ignore outliers.
+        if !sample.open {
+            return;
+        }
         self.max_rtt_ns = self.max_rtt_ns.max(self.min_rtt_ns);
-        // Linux lets RTTmax grow by at most 20 ms per sample, to ignore outliers.
         if rtt_ns > self.max_rtt_ns && rtt_ns <= self.max_rtt_ns + MAX_RTT_STEP_NS {
             self.max_rtt_ns = rtt_ns;
         }
+    }
+    fn on_recovered(&mut self, now_ns: u64) {
+        // tcp_htcp.c, htcp_state: back in TCP_CA_Open after a recovery, last_cong is set
+        // to now again, so Δ counts from the end of the recovery, not its start.
+        self.last_cong_ns = now_ns;
     }
     fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, now_ns: u64) {
         let ca = self.w.slow_start(self.w.segments(acked_bytes));

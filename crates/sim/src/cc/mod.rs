@@ -83,6 +83,35 @@ impl Window {
     }
 }
 
+/// What the sender knows as an ACK gives it an RTT sample: the sample, the smoothed RTT
+/// after it, whether the connection is in the open state (no recovery), and the sequence
+/// numbers that delay-based controllers count their rounds by (Linux's `ack` and
+/// `snd_nxt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RttSample {
+    pub rtt_ns: u64,
+    pub srtt_ns: u64,
+    pub now_ns: u64,
+    pub open: bool,
+    pub ack: u64,
+    pub snd_nxt: u64,
+}
+
+impl RttSample {
+    /// A sample `rtt_ns` at `now_ns` in the open state, the smoothed RTT equal to it and
+    /// no sequence numbers: for driving a controller directly.
+    pub fn at(rtt_ns: u64, now_ns: u64) -> Self {
+        Self {
+            rtt_ns,
+            srtt_ns: rtt_ns,
+            now_ns,
+            open: true,
+            ack: 0,
+            snd_nxt: 0,
+        }
+    }
+}
+
 pub trait CongestionControl {
     fn name(&self) -> &'static str;
     fn window(&self) -> &Window;
@@ -106,17 +135,22 @@ pub trait CongestionControl {
     }
 
     /// Every RTT sample, whether or not the window may grow (delay-based controllers).
-    fn on_rtt(&mut self, _rtt_ns: u64, _now_ns: u64) {}
+    fn on_rtt(&mut self, _sample: &RttSample) {}
+
+    /// The sender left fast recovery or loss recovery (Linux's return to `TCP_CA_Open`).
+    fn on_recovered(&mut self, _now_ns: u64) {}
 
     fn cwnd_bytes(&self) -> u64 {
         let w = self.window();
-        (w.cwnd.floor().max(1.0) as u64) * u64::from(w.mss_bytes)
+        // `as` truncates, which is floor for a window (never negative), without the libm
+        // call `floor` is on baseline x86-64; asked for on every packet sent.
+        (w.cwnd as u64).max(1) * u64::from(w.mss_bytes)
     }
 
     fn ssthresh_bytes(&self) -> u64 {
         let w = self.window();
         if w.ssthresh.is_finite() {
-            (w.ssthresh.floor() as u64) * u64::from(w.mss_bytes)
+            (w.ssthresh as u64) * u64::from(w.mss_bytes)
         } else {
             u64::MAX
         }

@@ -15,10 +15,16 @@
 //! RFC 8985, with no reordering window: paths here keep order), new data or a later
 //! retransmission alike: it is sent once more within the same recovery, and no RTO is
 //! needed even when the receiver's window allows no new data.
+//!
+//! In fast recovery the window comes down gradually, by proportional rate reduction
+//! (RFC 6937, Linux's `tcp_cwnd_reduction` since 3.2): while more than ssthresh is in
+//! flight the sender sends ssthresh / `prior_cwnd` of what is delivered, below it slow
+//! start back up to ssthresh (the slow-start reduction bound), and the window is
+//! ssthresh when recovery ends.
 
 use std::collections::VecDeque;
 
-use crate::cc::CongestionControl;
+use crate::cc::{CongestionControl, RttSample};
 use crate::packet::{Kind, Packet};
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use crate::tcp::ranges::RangeSet;
@@ -72,6 +78,44 @@ struct SentAt {
     end: u64,
 }
 
+/// Proportional rate reduction's state through one fast recovery (RFC 6937 section 3),
+/// in bytes. Linux uses the window before the reduction as `RecoverFS` (`prior_cwnd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Prr {
+    recover_fs: u64,
+    ssthresh: u64,
+    /// Bytes delivered to the receiver since recovery began (`prr_delivered`).
+    delivered: u64,
+    /// Bytes sent since recovery began (`prr_out`).
+    out: u64,
+    /// The window PRR allows until the next ACK: pipe plus `sndcnt`.
+    cwnd: u64,
+}
+
+impl Prr {
+    /// An ACK delivered `delivered` more bytes with `pipe` in flight: the new window.
+    fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64) {
+        self.delivered += delivered;
+        let sndcnt = if pipe > self.ssthresh {
+            // Proportional: ceil(delivered * ssthresh / RecoverFS) - out.
+            (u128::from(self.delivered) * u128::from(self.ssthresh))
+                .div_ceil(u128::from(self.recover_fs.max(1))) as u64
+        } else {
+            // Slow-start reduction bound: at most what was delivered plus one segment.
+            let limit = (self.delivered.saturating_sub(self.out)).max(delivered) + mss;
+            (self.ssthresh - pipe).min(limit) + self.out
+        }
+        .saturating_sub(self.out);
+        // tcp_cwnd_reduction: the first ACK of a recovery may always send one segment.
+        let sndcnt = if self.out == 0 {
+            sndcnt.max(mss)
+        } else {
+            sndcnt
+        };
+        self.cwnd = pipe + sndcnt;
+    }
+}
+
 /// A retransmitted segment that may still be in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Retransmission {
@@ -99,6 +143,8 @@ pub struct TcpSender {
     /// never `SACKed`.
     lost_retransmits: RangeSet,
     dupacks: u32,
+    /// Set through a fast recovery: the window comes from it, not from the controller.
+    prr: Option<Prr>,
     /// Fast retransmit sends one segment whatever the window says.
     force_one: bool,
     rtt: RttEstimator,
@@ -127,6 +173,7 @@ impl TcpSender {
             latest_delivered: SentAt::default(),
             lost_retransmits: RangeSet::new(),
             dupacks: 0,
+            prr: None,
             force_one: false,
             rtt: RttEstimator::new(config.min_rto_ns),
             backoff: 0,
@@ -250,7 +297,8 @@ impl TcpSender {
 
     /// The next segment the windows allow now, if any.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
-        if !self.force_one && self.pipe() >= self.cc.cwnd_bytes() {
+        let cwnd = self.prr.map_or_else(|| self.cc.cwnd_bytes(), |p| p.cwnd);
+        if !self.force_one && self.pipe() >= cwnd {
             return None;
         }
         let pkt = if let Some((seq, len)) = self.next_retransmit() {
@@ -265,6 +313,9 @@ impl TcpSender {
             pkt
         };
         self.force_one = false;
+        if let Some(prr) = &mut self.prr {
+            prr.out += u64::from(pkt.len);
+        }
         self.stats.bytes_sent += u64::from(pkt.len);
         self.stats.segments_sent += 1;
         if self.rto_deadline_ns.is_none() {
@@ -331,12 +382,15 @@ impl TcpSender {
         cwnd_bytes.saturating_sub(pipe_bytes) * 3 < cwnd_bytes
     }
 
-    fn take_sack(&mut self, pkt: &Packet) {
+    /// Take the ACK's SACK blocks; returns the bytes newly `SACKed`.
+    fn take_sack(&mut self, pkt: &Packet) -> u64 {
+        let mut newly = 0;
         for block in pkt.sack_blocks() {
             let start = block.start.max(pkt.ack).max(self.snd_una);
             let end = block.end.min(self.snd_nxt);
             if start < end {
                 let inserted = self.scoreboard.insert(start, end, self.high_rxt);
+                newly += inserted.new_bytes;
                 self.sacked_below_rxt += inserted.new_below_pivot;
                 // A retransmission taken as lost that arrives after all was only late.
                 if !self.lost_retransmits.is_empty() {
@@ -344,9 +398,11 @@ impl TcpSender {
                 }
             }
         }
+        newly
     }
 
-    fn advance_una(&mut self, ack: u64) {
+    /// Move `snd_una` up to `ack`; returns the `SACKed` bytes it passed.
+    fn advance_una(&mut self, ack: u64) -> u64 {
         let removed = self.scoreboard.remove_below(ack);
         self.lost_retransmits.remove_below(ack);
         // Usually the oldest retransmission is the lowest: drop those acknowledged.
@@ -364,10 +420,19 @@ impl TcpSender {
             self.high_rxt = ack;
             self.sacked_below_rxt = 0;
         }
+        removed
     }
 
     fn enter_recovery(&mut self, now_ns: u64) {
+        let prior_cwnd = self.cc.cwnd_bytes();
         self.cc.on_congestion_event(now_ns);
+        self.prr = Some(Prr {
+            recover_fs: prior_cwnd,
+            ssthresh: self.cc.ssthresh_bytes(),
+            delivered: 0,
+            out: 0,
+            cwnd: self.pipe(),
+        });
         self.state = State::Recovery {
             point: self.snd_nxt,
         };
@@ -385,19 +450,27 @@ impl TcpSender {
         if pkt.ack > self.snd_nxt {
             return; // acknowledges what was never sent: ignore
         }
-        self.take_sack(pkt);
+        let newly_sacked = self.take_sack(pkt);
         self.latest_delivered = self.latest_delivered.max(SentAt {
             ns: pkt.delivered_ts_ns,
             end: pkt.delivered_end,
         });
         let acked = pkt.ack.saturating_sub(self.snd_una);
         let mut rtt_ns = None;
+        let mut sacked_passed = 0;
         if acked > 0 {
-            self.advance_una(pkt.ack);
+            sacked_passed = self.advance_una(pkt.ack);
             // Timestamps make every advancing ACK a valid sample, retransmissions too.
             let sample = now_ns.saturating_sub(pkt.ts_echo_ns).max(1);
             self.rtt.sample(sample);
-            self.cc.on_rtt(sample, now_ns);
+            self.cc.on_rtt(&RttSample {
+                rtt_ns: sample,
+                srtt_ns: self.rtt.srtt_ns().unwrap_or(sample),
+                now_ns,
+                open: self.state == State::Open,
+                ack: pkt.ack,
+                snd_nxt: self.snd_nxt,
+            });
             rtt_ns = Some(sample);
             self.backoff = 0;
             self.dupacks = 0;
@@ -409,6 +482,8 @@ impl TcpSender {
             && self.snd_una >= point
         {
             self.state = State::Open;
+            self.prr = None;
+            self.cc.on_recovered(now_ns);
         }
         let loss_seen = self.lost_boundary() > self.snd_una || self.dupacks >= DUPTHRESH as u32;
         if self.state == State::Open && loss_seen {
@@ -418,6 +493,15 @@ impl TcpSender {
             && Self::cwnd_limited(pipe_before, cwnd_before)
         {
             self.cc.on_ack(acked, rtt_ns, now_ns);
+        }
+        // Including the ACK that began the recovery, as tcp_cwnd_reduction is.
+        if self.prr.is_some() {
+            // RFC 6937's DeliveredData: the cumulative advance plus the change in SACKed.
+            let delivered = (acked + newly_sacked).saturating_sub(sacked_passed);
+            let (pipe, mss) = (self.pipe(), self.mss());
+            if let Some(prr) = &mut self.prr {
+                prr.on_ack(delivered, pipe, mss);
+            }
         }
         if self.snd_una == self.snd_nxt {
             self.rto_deadline_ns = None;
@@ -437,6 +521,7 @@ impl TcpSender {
         // One reduction per loss event: a timeout in recovery has already been counted.
         let reduce = self.state == State::Open;
         self.cc.on_rto(now_ns, reduce);
+        self.prr = None;
         self.state = State::Loss {
             point: self.snd_nxt,
         };
@@ -540,10 +625,11 @@ mod tests {
         let mut s = sender(10.0);
         s.peer_right_edge = u64::MAX / 2;
         drain(&mut s, 0);
-        // Segment 0 lost; 1..=3 SACKed: recovery, segment 0 goes again at t = 10.
+        // Segment 0 lost; 1..=3 SACKed: recovery, segment 0 goes again at t = 10, and
+        // PRR lets ceil(3 delivered * 5 ssthresh / 10 prior cwnd) = 2 segments go.
         s.on_ack(10, &ack_of(0, &[(MSS, 4 * MSS)], 0, 4 * MSS));
         let out = drain(&mut s, 10);
-        assert_eq!((out[0].seq, out[0].retransmit, out.len()), (0, true, 1));
+        assert_eq!((out[0].seq, out[0].retransmit, out.len()), (0, true, 2));
         for k in 5..=9 {
             s.on_ack(11, &ack_of(0, &[(MSS, k * MSS)], 0, k * MSS));
         }
@@ -600,6 +686,43 @@ mod tests {
             Some((0, true))
         );
         assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn prr_sends_half_of_what_is_delivered_then_slow_starts_back_to_ssthresh() {
+        // RFC 6937's example shape: cwnd 10 before the loss, ssthresh 5.
+        let mut prr = Prr {
+            recover_fs: 10 * MSS,
+            ssthresh: 5 * MSS,
+            delivered: 0,
+            out: 0,
+            cwnd: 0,
+        };
+        let mut sent = Vec::new();
+        let mut pipe = 9 * MSS;
+        for _ in 0..6 {
+            prr.on_ack(MSS, pipe, MSS);
+            // The sender sends whole segments while pipe < cwnd.
+            let sndcnt = (prr.cwnd - pipe).div_ceil(MSS) * MSS;
+            prr.out += sndcnt;
+            sent.push(sndcnt / MSS);
+            pipe = pipe - MSS + sndcnt;
+        }
+        // One segment per two delivered while pipe > ssthresh (the first always goes).
+        assert_eq!(sent, [1, 0, 1, 0, 1, 0]);
+        // Below ssthresh: back up to it, within what was delivered and not yet sent
+        // (7 - 3 segments) plus one.
+        pipe = 2 * MSS;
+        prr.on_ack(MSS, pipe, MSS);
+        assert_eq!(prr.cwnd, 5 * MSS);
+        prr.out += 3 * MSS;
+        // Then (8 delivered - 6 sent) + 1 segments may go, never past ssthresh.
+        prr.on_ack(MSS, 3 * MSS, MSS);
+        assert_eq!(prr.cwnd, 5 * MSS);
+        prr.on_ack(MSS, MSS, MSS);
+        assert_eq!(prr.cwnd, 5 * MSS);
+        prr.on_ack(0, 5 * MSS, MSS);
+        assert_eq!(prr.cwnd, 5 * MSS);
     }
 
     #[test]

@@ -11,10 +11,10 @@ from pathlib import Path
 from longhaul.control.drivers.base import Circuit, CircuitStatus, DriverError
 from longhaul.testbed import emulator
 from longhaul.testbed.netns import TestbedError, TestbedUnavailableError
-from longhaul.testbed.plan import path_spec
 from longhaul.testbed.state import CircuitRecord
 from longhaul.testbed.testbed import Testbed
 from longhaul.topology import Topology
+from longhaul.topology.circuits import path_spec
 
 
 class EmulatedDriver:

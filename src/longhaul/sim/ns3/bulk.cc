@@ -109,6 +109,10 @@ int main(int argc, char* argv[]) {
   g_sink = DynamicCast<PacketSink>(sinks.Get(0));
   BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(far.GetAddress(1), port));
   bulk.SetAttribute("MaxBytes", UintegerValue(0));
+  // Whole segments per write: with BulkSend's default 512-byte writes, ns-3.37 splits and
+  // merges send-buffer items around SACKed ranges and dies (a null TcpTxItem reaches
+  // TcpRateLinux::SkbSent) once random loss meets a large window.
+  bulk.SetAttribute("SendSize", UintegerValue(mss));
   for (uint32_t i = 0; i < streams; ++i) bulk.Install(nodes.Get(0));
   const double end_s = warmup_s + duration_s;
   Simulator::Schedule(Seconds(warmup_s), &MarkWarm);

@@ -1,0 +1,48 @@
+"""`longhaul sim validate`: longhaul-sim held against three yardsticks.
+
+- ns-3 (`ns3`, `against_ns3`): shared scenarios in groups — at line rate, with random
+  loss, with a small queue — every variant ns-3 has, 1 and 8 streams through 1 Gb/s:
+  mean goodput within 10 %, or the miss explained by a traced difference of models.
+- the kernel (`kernel`, `against_kernel`): reno and cubic through the emulated testbed against the
+  simulator on the same circuit (needs root), within 10 %.
+- USN (`usn`, `against_usn`): the published distance profile of BIC and HTCP on host types I/II
+  (`reference/tcp_profiles.csv`, `tcp_points.csv`), from one choice of path and host
+  parameters (`USN_MODEL`, no fitting per cell): T̄ and average DPM within 25 %, and the
+  qualitative findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from longhaul.sim import ns3, runner
+from longhaul.sim.validation.against_kernel import validate_kernel
+from longhaul.sim.validation.against_ns3 import validate_ns3
+from longhaul.sim.validation.against_usn import USN_MODEL, validate_usn
+from longhaul.sim.validation.common import Progress
+
+PARTS = ("ns3", "kernel", "usn")
+
+
+def validate(
+    parts: Sequence[str] = PARTS,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    rerun_ns3: bool = False,
+) -> dict[str, Any]:
+    """Every part asked for; a part that cannot run here says why instead of a figure."""
+    found: dict[str, Any] = {}
+    for part in parts:
+        try:
+            if part == "ns3":
+                found[part] = validate_ns3(workers, progress, rerun_ns3)
+            elif part == "kernel":
+                found[part] = validate_kernel(progress)
+            else:
+                found[part] = validate_usn(USN_MODEL, workers, progress)
+        except (ns3.Ns3UnavailableError, runner.SimUnavailableError) as exc:
+            found[part] = {"skipped": str(exc)}
+        except RuntimeError as exc:  # the testbed's errors: no root, no namespaces
+            found[part] = {"skipped": str(exc)}
+    return found

@@ -1,0 +1,111 @@
+"""The shared ns-3 cases, ns-3's recorded answers, and longhaul-sim against them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from longhaul.sim import ns3
+from longhaul.sim.validation import against_ns3
+
+
+def test_the_ns3_cases_cover_every_variant_in_every_group():
+    cases = against_ns3.ns3_cases()
+    # line rate: 26.8 ms x {1, 8} + 163 ms x 8; random loss: 26.8 ms x {1e-4, 1e-3} x
+    # {1, 8} + 163 ms x 8; small queue: {0.1, 0.25} BDP x {1, 8}; each for 7 variants.
+    assert len(cases) == 7 * (3 + 4 + 1 + 4)
+    assert len({c.key() for c in cases}) == len(cases)
+    for group in against_ns3.NS3_GROUPS:
+        mine = [c for c in cases if against_ns3.ns3_group(c) == group]
+        assert {c.cc for c in mine} == set(ns3.TYPES), group.name
+    lossy = [c for c in cases if against_ns3.ns3_group(c).name.startswith("random loss")]
+    assert {c.loss for c in lossy} == {1e-4, 1e-3}
+    small = [c for c in cases if against_ns3.ns3_group(c).name == "small queue"]
+    bdp = {c: c.rate_bps / 8 * c.rtt_ms / 1000 for c in small}
+    assert {round(c.queue_bytes / bdp[c], 2) for c in small} == {0.1, 0.25}
+    # Windows free to grow past the queue there, so every loss is an overflow.
+    assert all(c.window_bytes == round(4 * bdp[c]) for c in small)
+    # Each run's warm-up covers its group's round trips.
+    assert all(c.warmup_s >= 0.1 * c.rtt_ms for c in lossy)
+
+
+def test_both_simulators_get_the_same_bottleneck_and_window():
+    case = against_ns3.ns3_cases()[-1]
+    scenario = against_ns3.ns3_scenario(case)
+    path, host = scenario["path"], scenario["hosts"]["sender"]
+    assert path["rate_bps"] == case.rate_bps and path["rtt_ms"] == case.rtt_ms
+    assert path["queue_bytes"] == case.queue_bytes
+    assert path["loss"]["random"] == case.loss
+    # longhaul-sim advertises three quarters of its receive buffer, as Linux does.
+    assert host["rcv_buf_max_bytes"] * 3 // 4 == pytest.approx(case.window_bytes, abs=1)
+    assert host["mtu_bytes"] - 52 == case.mss_bytes
+    assert "--cc=" + ns3.TYPES[case.cc] in case.arguments()
+
+
+def test_a_cached_ns3_answer_comes_before_the_recorded_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("LONGHAUL_HOME", str(tmp_path / "home"))
+    case = against_ns3.ns3_cases()[0]
+    recorded = tmp_path / "answers.json"
+    recorded.write_text(
+        json.dumps(
+            {
+                "ns3": "ns-3.37",
+                "measured": "2026-11-25",
+                "answers": {case.key(): {"answer": {"goodput_bps": 9.0e8, "wall_s": 30.0}}},
+            }
+        )
+    )
+    monkeypatch.setattr(ns3, "RECORDED", recorded)
+    assert ns3.known(case) == {
+        "goodput_bps": 9.0e8,
+        "wall_s": 30.0,
+        "from": "recorded 2026-11-25 (ns-3.37)",
+    }
+    cached = tmp_path / "home" / "ns3" / "results" / f"{case.key()}.json"
+    cached.parent.mkdir(parents=True)
+    cached.write_text(json.dumps({"goodput_bps": 9.5e8, "wall_s": 40.0}))
+    assert ns3.known(case)["goodput_bps"] == 9.5e8 and ns3.known(case)["from"] == "cache"
+    # Another case, or the same one after bulk.cc changed, has another key.
+    assert ns3.known(against_ns3.ns3_cases()[1]) is None
+
+
+def test_recording_writes_the_cached_answers_under_their_keys(monkeypatch, tmp_path):
+    monkeypatch.setenv("LONGHAUL_HOME", str(tmp_path))
+    cases = against_ns3.ns3_cases()[:2]
+    cached = tmp_path / "ns3" / "results" / f"{cases[0].key()}.json"
+    cached.parent.mkdir(parents=True)
+    cached.write_text(json.dumps({"goodput_bps": 9.5e8, "wall_s": 40.0}))
+    target = tmp_path / "answers.json"
+    assert ns3.record(cases, target) == 1
+    written = json.loads(target.read_text())
+    assert list(written["answers"]) == [cases[0].key()]
+    assert written["answers"][cases[0].key()]["case"]["cc"] == cases[0].cc
+    assert written["ns3"].startswith("ns-")
+
+
+UNEXPLAINED = {("reno", 1, 26.8, 1e-4)}
+"""Cases that miss ns-3 for no traced reason, to be driven to none: one Reno flow at 1e-4
+random loss, where the simulator (59 Mb/s over five seeds) stands above both ns-3 (51)
+and the kernel through the emulator (49)."""
+
+
+def test_longhaul_sim_agrees_with_the_recorded_ns3_answers_or_says_why(monkeypatch, tmp_path):
+    """The regression test against ns-3: its answers were recorded on the project's
+    machine, so only longhaul-sim runs here (about a minute of one core)."""
+    monkeypatch.setenv("LONGHAUL_HOME", str(tmp_path))
+    monkeypatch.setattr(ns3, "binary", lambda: pytest.fail("a case has no recorded answer"))
+    found = against_ns3.validate_ns3()
+    assert {case["ns3_from"].split()[0] for case in found["cases"]} == {"recorded"}
+    assert found["compared"] == len(against_ns3.ns3_cases()) and found["ns3_failed"] == 0
+    differing = {
+        (c["cc"], c["streams"], c["rtt_ms"], c["loss"])
+        for c in found["cases"]
+        if c["within"] is False and not c["difference"]
+    }
+    assert differing <= UNEXPLAINED, differing - UNEXPLAINED
+    assert found["below_line_rate_cases"] >= 20
+    for case in found["cases"]:
+        assert case["within"] == (abs(case["ratio"] - 1) <= against_ns3.NS3_TOLERANCE)
+        line_gbps = 1.0 * 1448 / 1502
+        assert case["below_line_rate"] == (case["ns3_mbps"] / 1e3 < 0.9 * line_gbps)
