@@ -185,6 +185,13 @@ NS3_DIFFERENCES = (
         "kernel delivers 0.96 Gb/s to eight Reno flows through the same loss-free circuit",
     ),
     Ns3Difference(
+        # Measured: bulk.cc with --seed=2..4 beside the recorded seed 1 (2026-11-25).
+        lambda case: case.cc == "reno" and case.streams == 1 and case.loss == 1e-4,
+        "ns-3 runs one seed, and one Reno flow's goodput at 1e-4 varies with it: seeds 1-4 "
+        "give 51.0, 57.2, 53.6 and 54.2 Mb/s (mean 54.0); the simulator's mean of five "
+        "seeds, 58.4, is 1.08 of that mean",
+    ),
+    Ns3Difference(
         # Measured: iperf3 through longhaul-wan, 1 Gb/s, 26.8 ms, 1e-3, 60 s (2026-11-25).
         lambda case: case.cc == "reno" and case.streams == 8 and case.loss >= 1e-3,
         "ns-3's eight Reno flows deliver 0.61 of eight times one flow's goodput (0.094 "
