@@ -19,7 +19,8 @@ HOST_SYSCTLS = ("net/core/rmem_max", "net/core/wmem_max", "net/ipv4/tcp_mem")
 
 BUILD = """
 import time
-from longhaul.testbed import Testbed, loop_spec
+from longhaul.testbed import Testbed
+from longhaul.topology.circuits import loop_spec
 bed = Testbed()
 circuit = bed.add_circuit(loop_spec(bed.topology, 1400), owner="crash test")
 print(circuit.pid, flush=True)
@@ -30,7 +31,8 @@ time.sleep(120)
 CLEAN_UP_ON_SIGTERM = """
 import signal, time
 from longhaul.cli import _stop
-from longhaul.testbed import Testbed, loop_spec
+from longhaul.testbed import Testbed
+from longhaul.topology.circuits import loop_spec
 signal.signal(signal.SIGTERM, _stop)
 bed = Testbed()
 try:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from longhaul.testbed import crosstraffic, loop_spec
+from longhaul.testbed import crosstraffic
 from longhaul.testbed import netns as netns_module
+from longhaul.topology.circuits import loop_spec
 
 from .support import PREFIX, ping, settled_ping
 

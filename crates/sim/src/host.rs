@@ -128,7 +128,7 @@ impl Host {
 
     /// The interface is full: wake when half of what waits in it has gone. Like a NIC's
     /// coalesced transmit completions, one wake-up then refills it with many packets
-    /// (about 22 full frames at MTU 1500) instead of one event per packet.
+    /// (about 21 full frames at MTU 1500) instead of one event per packet.
     fn block_nic(&mut self, ctx: &mut Ctx<'_>) {
         self.nic_blocked = true;
         let at_ns = self

@@ -5,7 +5,7 @@ The bench's own cases (10 Gb/s over 163 ms) would keep ns-3 busy for hours: its
 TcpTxBuffer walks the whole sent list for every segment, so its cost grows with the
 square of the window. The scaled case keeps the shape (one loss-free CUBIC flow that
 fills its line, a queue of one bandwidth-delay product, the window capped at 1.5) at a
-tenth of the rate and a sixth of the RTT, which ns-3 runs in about a minute.
+tenth of the rate and a sixth of the RTT, which ns-3 runs in 20 to 30 seconds.
 """
 
 from __future__ import annotations

@@ -33,10 +33,10 @@ from typing import Any
 
 from longhaul.measure import health
 from longhaul.measure.tools import iperf3, ping
-from longhaul.testbed import CircuitRecord, CircuitSpec, Testbed, crosstraffic, emulator, netns
+from longhaul.testbed import CircuitRecord, Testbed, crosstraffic, emulator, netns
 from longhaul.testbed.netns import TestbedError
 from longhaul.testbed.watch import Watch
-from longhaul.topology.circuits import queue_floor_bytes
+from longhaul.topology.circuits import CircuitSpec, queue_floor_bytes
 
 MSS_BYTES = 1448
 """TCP payload of a 1,500-byte packet with timestamps (20 IP + 32 TCP header bytes)."""

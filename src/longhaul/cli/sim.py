@@ -45,8 +45,8 @@ def validate(
 ) -> None:
     """Hold longhaul-sim against ns-3, the kernel and the published USN TCP profiles.
 
-    ns-3 is slow, and slower the larger its window (eight flows at 163 ms take 2 to 11
-    minutes each on two cores). longhaul ships ns-3's answers as measured on its own machine and
+    ns-3 is slow, and slower the larger its window (a case of eight flows at 163 ms takes up
+    to 11 minutes). longhaul ships ns-3's answers as measured on its own machine and
     compares against them; ns-3 runs only for a case they lack (a changed case or
     bulk.cc) or with --rerun-ns3, and what it answers is kept in the data directory."""
     from longhaul.sim import validation  # noqa: PLC0415

@@ -25,9 +25,9 @@ from longhaul.measure import health, meta, tools
 from longhaul.measure.campaign import Campaign, Connection, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
-from longhaul.testbed import CircuitRecord, Testbed, loop_spec
+from longhaul.testbed import CircuitRecord, Testbed
 from longhaul.testbed.watch import Watch
-from longhaul.topology.circuits import miles_label
+from longhaul.topology.circuits import loop_spec, miles_label
 
 RETRIES = 2
 """How many times a degraded or failed run is run again before it is stored so."""

@@ -3,23 +3,14 @@ testbed (with the path's delay and the reserved rate), and a cancel removes it."
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 import httpx
 
+from longhaul.measure.booked import wait_for
+
 from ...testbed.support import settled_ping
 from ..live import LiveServer
-
-
-def wait_for(condition, timeout_s=20.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout_s} s")
 
 
 def test_a_reservation_becomes_a_circuit_and_a_cancel_removes_it(tmp_path, testbed):
@@ -39,7 +30,7 @@ def test_a_reservation_becomes_a_circuit_and_a_cancel_removes_it(tmp_path, testb
             def state():
                 return http.get(f"/api/v1/reservations/{rid}").json()["state"]
 
-            wait_for(lambda: state() == "active")
+            wait_for(lambda: state() == "active", timeout_s=20)
             circuit = testbed.circuit_of(f"reservation {rid}")
             assert circuit is not None
             assert (circuit.src_host, circuit.dst_host) == ("ornl-host1", "ornl-host2")
@@ -55,5 +46,5 @@ def test_a_reservation_becomes_a_circuit_and_a_cancel_removes_it(tmp_path, testb
             assert same.number == circuit.number and same.rate_bps == 2_400_000_000
 
             assert http.post(f"/api/v1/reservations/{rid}/cancel").status_code == 200
-            wait_for(lambda: state() == "cancelled")
+            wait_for(lambda: state() == "cancelled", timeout_s=20)
             assert testbed.circuit_of(f"reservation {rid}") is None

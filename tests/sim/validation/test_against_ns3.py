@@ -11,17 +11,18 @@ from longhaul.sim.validation import against_ns3
 
 
 def test_the_ns3_cases_cover_every_variant_in_every_group():
-    cases = against_ns3.ns3_cases()
+    grouped = against_ns3.ns3_grouped_cases()
+    cases = [c for _, c in grouped]
     # line rate: 26.8 ms x {1, 8} + 163 ms x 8; random loss: 26.8 ms x {1e-4, 1e-3} x
     # {1, 8} + 163 ms x 8; small queue: {0.1, 0.25} BDP x {1, 8}; each for 7 variants.
     assert len(cases) == 7 * (3 + 4 + 1 + 4)
     assert len({c.key() for c in cases}) == len(cases)
     for group in against_ns3.NS3_GROUPS:
-        mine = [c for c in cases if against_ns3.ns3_group(c) == group]
+        mine = [c for g, c in grouped if g == group]
         assert {c.cc for c in mine} == set(ns3.TYPES), group.name
-    lossy = [c for c in cases if against_ns3.ns3_group(c).name.startswith("random loss")]
+    lossy = [c for g, c in grouped if g.name.startswith("random loss")]
     assert {c.loss for c in lossy} == {1e-4, 1e-3}
-    small = [c for c in cases if against_ns3.ns3_group(c).name == "small queue"]
+    small = [c for g, c in grouped if g.name == "small queue"]
     bdp = {c: c.rate_bps / 8 * c.rtt_ms / 1000 for c in small}
     assert {round(c.queue_bytes / bdp[c], 2) for c in small} == {0.1, 0.25}
     # Windows free to grow past the queue there, so every loss is an overflow.

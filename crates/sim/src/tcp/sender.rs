@@ -98,14 +98,14 @@ impl Prr {
         self.delivered += delivered;
         let sndcnt = if pipe > self.ssthresh {
             // Proportional: ceil(delivered * ssthresh / RecoverFS) - out.
-            (u128::from(self.delivered) * u128::from(self.ssthresh))
-                .div_ceil(u128::from(self.recover_fs.max(1))) as u64
+            let due = (u128::from(self.delivered) * u128::from(self.ssthresh))
+                .div_ceil(u128::from(self.recover_fs.max(1))) as u64;
+            due.saturating_sub(self.out)
         } else {
             // Slow-start reduction bound: at most what was delivered plus one segment.
             let limit = (self.delivered.saturating_sub(self.out)).max(delivered) + mss;
-            (self.ssthresh - pipe).min(limit) + self.out
-        }
-        .saturating_sub(self.out);
+            (self.ssthresh - pipe).min(limit)
+        };
         // tcp_cwnd_reduction: the first ACK of a recovery may always send one segment.
         let sndcnt = if self.out == 0 {
             sndcnt.max(mss)

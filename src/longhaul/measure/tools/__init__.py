@@ -51,6 +51,21 @@ class Tool(Protocol):
         raises `ToolError` with the tool's message."""
 
 
+class WanTool:
+    """What the tools built on longhaul-wan's own programs (its UDP sender and sink, its
+    echo server and probe) share: no parameters beyond their test's, no congestion
+    control, and longhaul-wan must be built."""
+
+    params: tuple[Param, ...] = ()
+    cc: tuple[str, ...] = ()
+    cc_source = ""
+
+    def missing(self) -> str | None:
+        from longhaul.testbed import emulator  # noqa: PLC0415 (the registry loads light)
+
+        return emulator.missing()
+
+
 BUILT_IN = {
     "iperf3": ("tcp_throughput", "longhaul.measure.tools.iperf3"),
     "sim": ("tcp_throughput", "longhaul.sim.tool"),

@@ -11,8 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from longhaul.measure.params import Param
-from longhaul.measure.tools import ToolError
+from longhaul.measure.tools import ToolError, WanTool
 from longhaul.testbed import emulator, netns, serving
 
 if TYPE_CHECKING:
@@ -72,17 +71,11 @@ def run(test: EchoTest) -> EchoResult:
         return EchoResult([float(s) for s in report["samples_ms"]], report)
 
 
-class EchoTool:
+class EchoTool(WanTool):
     """echo_jitter with longhaul-wan's TCP echo server and probe (USN's jitter suite)."""
 
     name = "echo"
     test = "echo_jitter"
-    params: tuple[Param, ...] = ()
-    cc: tuple[str, ...] = ()
-    cc_source = ""
-
-    def missing(self) -> str | None:
-        return emulator.missing()
 
     def estimate_s(self, planned: Run) -> float:
         values = planned.test.values

@@ -9,8 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from longhaul.measure.params import Param
-from longhaul.measure.tools import ToolError
+from longhaul.measure.tools import ToolError, WanTool
 from longhaul.testbed import emulator, netns, serving
 
 if TYPE_CHECKING:
@@ -65,17 +64,11 @@ def _last_json(out: str, err: str) -> dict[str, Any]:
     raise UdpError(f"no report: {err.strip()[-300:]}")
 
 
-class UdpTool:
+class UdpTool(WanTool):
     """udp_throughput with longhaul-wan's UDP sender and sink (the channel profile)."""
 
     name = "udp"
     test = "udp_throughput"
-    params: tuple[Param, ...] = ()
-    cc: tuple[str, ...] = ()
-    cc_source = ""
-
-    def missing(self) -> str | None:
-        return emulator.missing()
 
     def estimate_s(self, planned: Run) -> float:
         return float(planned.test.values["duration_s"]) + 3 + planned.connection.rtt_ms / 1000
