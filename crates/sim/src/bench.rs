@@ -58,6 +58,7 @@ pub fn scenario(streams: u32, duration_s: f64) -> Scenario {
         streams,
         transfer_bytes: None,
         seed: Some(1),
+        start_ms: 0.0,
         path_preset: None,
         path: PathSpec {
             rate_bps: Some(10e9),

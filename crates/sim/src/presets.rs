@@ -30,6 +30,7 @@
 
 use serde::Serialize;
 
+use crate::cc::TcpStack;
 use crate::scenario::{HostConfig, PathConfig};
 use longhaul_link::Loss;
 
@@ -124,6 +125,7 @@ pub fn default_host() -> HostConfig {
         min_rto_ms: 200.0,
         initial_cwnd_segments: None,
         initial_ssthresh_segments: None,
+        stack: TcpStack::Linux,
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::cc::Window;
+use crate::cc::{TcpStack, Window};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
@@ -59,23 +59,39 @@ fn group_of_flows(r: &Resolved) -> Vec<usize> {
         .collect()
 }
 
+/// How long after its connection opens a flow's data may leave. ns-3's
+/// `BulkSendApplication` connects when it starts, so its data follows the SYN / SYN-ACK
+/// round trip; with millisecond timestamps that phase decides the RTT samples ns-3's
+/// controllers see. Linux flows start connected, as iperf3 times them.
+fn connection_setup_ns(stack: TcpStack, rtt_ms: f64) -> u64 {
+    match stack {
+        TcpStack::Linux => 0,
+        TcpStack::Ns3 => ns(rtt_ms),
+    }
+}
+
 fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
     let mss = r.sender.mss_bytes();
     group_of
         .iter()
         .enumerate()
         .map(|(i, &g)| {
-            let cc = r.flows[g].cc.build(Window::new(
-                mss,
-                r.sender.initial_cwnd(),
-                r.sender.initial_ssthresh_segments.map(f64::from),
-            ));
+            let cc = r.flows[g].cc.build(
+                Window::new(
+                    mss,
+                    r.sender.initial_cwnd(),
+                    r.sender.initial_ssthresh_segments.map(f64::from),
+                ),
+                r.sender.stack,
+            );
             let config = SenderConfig {
                 mss_bytes: mss,
                 frame_overhead_bytes: r.path.frame_overhead_bytes,
                 min_rto_ns: ns(r.sender.min_rto_ms),
                 snd_buf_bytes: r.sender.snd_buf_max_bytes,
                 transfer_bytes: r.transfer_bytes,
+                stack: r.sender.stack,
+                start_ns: ns(r.start_ms) + connection_setup_ns(r.sender.stack, r.flows[g].rtt_ms),
             };
             Endpoint::Sender(TcpSender::new(i as u32, config, cc))
         })

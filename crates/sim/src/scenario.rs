@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cc::CcKind;
+use crate::cc::{CcKind, TcpStack};
 use crate::presets;
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use longhaul_link::Loss;
@@ -35,6 +35,9 @@ pub struct Scenario {
     pub transfer_bytes: Option<u64>,
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Milliseconds into the run at which the flows' connections open (no data before).
+    #[serde(default)]
+    pub start_ms: f64,
     #[serde(default)]
     pub path_preset: Option<String>,
     #[serde(default)]
@@ -120,6 +123,7 @@ pub struct HostSpec {
     pub min_rto_ms: Option<f64>,
     pub initial_cwnd_segments: Option<u32>,
     pub initial_ssthresh_segments: Option<u32>,
+    pub stack: Option<TcpStack>,
 }
 
 /// The path, every value filled in.
@@ -155,6 +159,9 @@ pub struct HostConfig {
     pub initial_cwnd_segments: Option<u32>,
     /// `None`: no initial threshold (slow start until the first loss).
     pub initial_ssthresh_segments: Option<u32>,
+    /// Whose congestion controls the host runs: Linux's (the model), or ns-3.37's to
+    /// check the simulator against ns-3.
+    pub stack: TcpStack,
 }
 
 impl HostConfig {
@@ -187,6 +194,7 @@ pub struct Resolved {
     pub flows: Vec<FlowGroup>,
     pub transfer_bytes: Option<u64>,
     pub seed: u64,
+    pub start_ms: f64,
     pub path: PathConfig,
     pub sender: HostConfig,
     pub receiver: HostConfig,
@@ -372,6 +380,7 @@ fn resolve_host(
         initial_ssthresh_segments: spec
             .initial_ssthresh_segments
             .or(base.initial_ssthresh_segments),
+        stack: spec.stack.unwrap_or(base.stack),
     };
     let f = |name: &str| format!("hosts.{side}.{name}");
     positive(&f("nic_rate_bps"), h.nic_rate_bps)?;
@@ -417,6 +426,7 @@ pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioErro
     }
     positive("interval_s", s.interval_s)?;
     non_negative("omit_s", s.omit_s)?;
+    non_negative("start_ms", s.start_ms)?;
     if !(1..=MAX_STREAMS).contains(&s.streams) {
         return Err(err(
             "streams",
@@ -462,6 +472,7 @@ pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioErro
         flows,
         transfer_bytes: s.transfer_bytes,
         seed: seed.or(s.seed).unwrap_or(1),
+        start_ms: s.start_ms,
         path,
         sender,
         receiver,

@@ -5,7 +5,8 @@
 #![allow(clippy::float_cmp)]
 
 use longhaul_sim::cc::{
-    CcKind, CongestionControl, Cubic, Htcp, RttSample, Vegas, Window, bic, highspeed, htcp,
+    CcKind, CongestionControl, Cubic, Htcp, RttSample, TcpStack, Vegas, Window, bic, highspeed,
+    htcp,
 };
 
 const MSS: u32 = 1000;
@@ -13,7 +14,7 @@ const MS: u64 = 1_000_000;
 
 /// A controller in congestion avoidance at `cwnd` segments.
 fn avoiding(kind: CcKind, cwnd: f64) -> Box<dyn CongestionControl> {
-    kind.build(Window::new(MSS, cwnd, Some(cwnd)))
+    kind.build(Window::new(MSS, cwnd, Some(cwnd)), TcpStack::Linux)
 }
 
 /// One RTT of ACKs: a window's worth of segments, two per ACK, all stamped `now_ns`.
@@ -41,7 +42,7 @@ fn reno_adds_one_segment_per_rtt_and_halves() {
         cwnd(cc.as_ref())
     );
     let before = cwnd(cc.as_ref());
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     assert!((cwnd(cc.as_ref()) - before / 2.0).abs() < 1e-9);
 }
 
@@ -55,7 +56,7 @@ fn scalable_grows_one_percent_per_rtt_and_keeps_seven_eighths() {
         cwnd(cc.as_ref())
     );
     let before = cwnd(cc.as_ref());
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     assert!((cwnd(cc.as_ref()) - before * 0.875).abs() < 1e-9);
 }
 
@@ -90,7 +91,7 @@ fn highspeed_matches_the_rfc_3649_table() {
         "{grown}"
     );
     let w = cwnd(cc.as_ref());
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     assert!((cwnd(cc.as_ref()) - w * (1.0 - highspeed::decrease(w))).abs() < 1e-9);
     // At and below Low_Window it is Reno.
     assert_eq!(highspeed::increase(38.0), 1.0);
@@ -116,7 +117,7 @@ fn scalable_grows_as_reno_below_ai_cnt_and_by_one_percent_per_segment_above() {
 #[test]
 fn bic_searches_binarily_towards_the_last_maximum() {
     let mut cc = avoiding(CcKind::Bic, 1000.0);
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     let start = cwnd(cc.as_ref());
     assert!((start - 1000.0 * bic::BETA).abs() < 1e-9);
     let mut w = vec![start];
@@ -144,7 +145,7 @@ fn bic_searches_binarily_towards_the_last_maximum() {
 #[test]
 fn cubic_follows_its_cubic_from_the_last_maximum() {
     let mut cc = Cubic::new(Window::new(MSS, 1000.0, Some(1000.0)));
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     assert!((cc.window().cwnd - 700.0).abs() < 1e-9);
     let rtt_ns = 100 * MS;
     // The epoch starts at the first ACK after the loss.
@@ -174,7 +175,7 @@ fn cubic_follows_its_cubic_from_the_last_maximum() {
 fn cubic_is_reno_friendly_at_small_windows_and_short_rtts() {
     // At 10 segments and 1 ms the cubic curve is nearly flat; the AIMD estimate leads.
     let mut cc = Cubic::new(Window::new(MSS, 10.0, Some(10.0)));
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     for k in 1..=100u64 {
         one_rtt(&mut cc, MS, k * MS);
     }
@@ -197,7 +198,7 @@ fn htcp_alpha_grows_with_time_since_congestion() {
 
     let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
     cc.on_rtt(&RttSample::at(100 * MS, 0));
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     assert_eq!(cc.beta(), 0.5, "the first loss uses beta_min");
     let w0 = cc.window().cwnd;
     one_rtt(&mut cc, 100 * MS, 500 * MS);
@@ -220,9 +221,9 @@ fn htcp_beta_adapts_to_the_rtt_ratio() {
     cc.on_rtt(&RttSample::at(100 * MS, 0));
     cc.on_rtt(&RttSample::at(115 * MS, 0));
     cc.on_rtt(&RttSample::at(125 * MS, 0));
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     assert_eq!(cc.beta(), 0.5);
-    cc.on_congestion_event(MS);
+    cc.on_congestion_event(MS, 0);
     // 100/125 = 0.8 in 128ths is 102.4: the kernel keeps 102.
     assert!(
         (cc.beta() - 102.0 / 128.0).abs() < 1e-9,
@@ -263,7 +264,7 @@ fn sample(rtt_ns: u64, ack: u64, snd_nxt: u64) -> RttSample {
 fn htcp_counts_delta_from_the_end_of_recovery_and_learns_rttmax_only_when_open() {
     let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
     cc.on_rtt(&RttSample::at(100 * MS, 0));
-    cc.on_congestion_event(0);
+    cc.on_congestion_event(0, 0);
     // A recovery's RTTs (a queue draining) do not raise RTTmax.
     cc.on_rtt(&RttSample {
         open: false,
@@ -272,7 +273,7 @@ fn htcp_counts_delta_from_the_end_of_recovery_and_learns_rttmax_only_when_open()
     cc.on_recovered(2_000 * MS);
     // 2.5 s after the loss but 0.5 s after the recovery ended: still f = 1.
     assert_eq!(cc.alpha_at(2_500 * MS), 2.0 * (1.0 - cc.beta()));
-    cc.on_congestion_event(3_000 * MS);
+    cc.on_congestion_event(3_000 * MS, 0);
     assert_eq!(
         cc.beta(),
         htcp::BETA_MAX,

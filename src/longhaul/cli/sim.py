@@ -179,7 +179,12 @@ def _show(part: str, result: dict[str, Any]) -> None:
     if part == "ns3":
         console.print(
             f"below line rate: {result['below_line_rate_within']} of "
-            f"{result['below_line_rate_cases']} within"
+            f"{result['below_line_rate_cases']} within (the simulator on ns-3's stack)"
+        )
+        linux = result["linux_stack"]
+        console.print(
+            f"with the simulator's Linux stack: {linux['within']} of {result['compared']} "
+            f"within, {linux['below_line_rate_within']} below line rate"
         )
         _show_ns3_notes(result)
 
@@ -188,9 +193,10 @@ def _show_ns3_notes(result: dict[str, Any]) -> None:
     """Where ns-3's answers came from, and why the cases that differ do."""
     sources = sorted({case["ns3_from"] for case in result["cases"]})
     console.print(f"ns-3's answers: {', '.join(sources)}")
-    differences = Counter(case["difference"] for case in result["cases"] if case.get("difference"))
-    for why, count in differences.items():
-        console.print(f"- {count} known difference{'s' if count > 1 else ''}: {why}")
+    for key, stack in (("difference", "ns-3's stack"), ("linux_difference", "Linux's stack")):
+        differences = Counter(case[key] for case in result["cases"] if case.get(key))
+        for why, count in differences.items():
+            console.print(f"- {stack}, {count} case{'s' if count > 1 else ''}: {why}")
     if result["unexplained"]:
         console.print(f"[red]{result['unexplained']} cases differ for no known reason[/red]")
     if result["ns3_failed"]:

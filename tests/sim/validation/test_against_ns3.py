@@ -42,6 +42,9 @@ def test_both_simulators_get_the_same_bottleneck_and_window():
     assert host["rcv_buf_max_bytes"] * 3 // 4 == pytest.approx(case.window_bytes, abs=1)
     assert host["mtu_bytes"] - 52 == case.mss_bytes
     assert "--cc=" + ns3.TYPES[case.cc] in case.arguments()
+    # ns-3's own stack and its default delayed-ACK timeout, which bulk.cc leaves.
+    assert host["stack"] == "ns-3.37" and host["delayed_ack_timeout_ms"] == 200.0
+    assert against_ns3.ns3_scenario(case, "linux")["hosts"]["sender"]["stack"] == "linux"
 
 
 def test_a_cached_ns3_answer_comes_before_the_recorded_one(monkeypatch, tmp_path):
@@ -104,8 +107,10 @@ def test_longhaul_sim_agrees_with_the_recorded_ns3_answers_or_says_why(monkeypat
         if c["within"] is False and not c["difference"]
     }
     assert differing <= UNEXPLAINED, differing - UNEXPLAINED
+    assert found["stack"] == "ns-3.37" and found["linux_stack"]["unexplained"] == 0
     assert found["below_line_rate_cases"] >= 20
     for case in found["cases"]:
         assert case["within"] == (abs(case["ratio"] - 1) <= against_ns3.NS3_TOLERANCE)
+        assert case["linux_within"] == (abs(case["linux_ratio"] - 1) <= against_ns3.NS3_TOLERANCE)
         line_gbps = 1.0 * 1448 / 1502
         assert case["below_line_rate"] == (case["ns3_mbps"] / 1e3 < 0.9 * line_gbps)

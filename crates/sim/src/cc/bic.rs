@@ -76,7 +76,7 @@ impl CongestionControl for Bic {
             self.w.cwnd += ca / self.acks_per_increment();
         }
     }
-    fn on_congestion_event(&mut self, _now_ns: u64) {
+    fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         let cwnd = self.w.cwnd.floor();
         // Fast convergence: a flow that lost below its last maximum yields some of it.
         self.last_max_cwnd = if cwnd < self.last_max_cwnd {
@@ -87,9 +87,9 @@ impl CongestionControl for Bic {
         let factor = if cwnd <= LOW_WINDOW { 0.5 } else { BETA };
         self.w.reduce_to(factor);
     }
-    fn on_rto(&mut self, now_ns: u64, reduce: bool) {
+    fn on_rto(&mut self, now_ns: u64, reduce: bool, in_flight_bytes: u64) {
         if reduce {
-            self.on_congestion_event(now_ns);
+            self.on_congestion_event(now_ns, in_flight_bytes);
         }
         // Linux resets BIC's state on entering Loss (`bictcp_state`).
         self.last_max_cwnd = 0.0;
@@ -127,12 +127,12 @@ mod tests {
     #[test]
     fn loss_cuts_by_beta_and_remembers_wmax() {
         let mut b = bic(1000.0, 0.0);
-        b.on_congestion_event(0);
+        b.on_congestion_event(0, 0);
         assert_eq!(b.last_max_cwnd(), 1000.0);
         assert!((b.window().cwnd - 1000.0 * 819.0 / 1024.0).abs() < 1e-9);
         // Lost again below Wmax: fast convergence.
         let before = b.window().cwnd.floor();
-        b.on_congestion_event(0);
+        b.on_congestion_event(0, 0);
         assert!((b.last_max_cwnd() - before * (1.0 + BETA) / 2.0).abs() < 1e-9);
     }
 }

@@ -99,7 +99,7 @@ impl CongestionControl for Cubic {
             self.avoid_congestion(ca, now_ns);
         }
     }
-    fn on_congestion_event(&mut self, _now_ns: u64) {
+    fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         let cwnd = self.w.cwnd;
         self.w_max = if cwnd < self.w_max {
             cwnd * (1.0 + BETA) / 2.0
@@ -109,9 +109,9 @@ impl CongestionControl for Cubic {
         self.epoch_start_ns = None;
         self.w.reduce_to(BETA);
     }
-    fn on_rto(&mut self, now_ns: u64, reduce: bool) {
+    fn on_rto(&mut self, now_ns: u64, reduce: bool, in_flight_bytes: u64) {
         if reduce {
-            self.on_congestion_event(now_ns);
+            self.on_congestion_event(now_ns, in_flight_bytes);
         }
         // Linux resets CUBIC's state on entering Loss (`bictcp_state`).
         self.w_max = 0.0;

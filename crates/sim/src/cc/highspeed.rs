@@ -70,7 +70,7 @@ impl CongestionControl for HighSpeed {
             self.w.cwnd += increase(self.w.cwnd) / self.w.cwnd;
         }
     }
-    fn on_congestion_event(&mut self, _now_ns: u64) {
+    fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         let b = decrease(self.w.cwnd);
         self.w.reduce_to(1.0 - b);
     }

@@ -144,14 +144,14 @@ impl CongestionControl for Htcp {
             self.w.cwnd += self.alpha_at(now_ns) * ca / self.w.cwnd;
         }
     }
-    fn on_congestion_event(&mut self, now_ns: u64) {
+    fn on_congestion_event(&mut self, now_ns: u64, _in_flight_bytes: u64) {
         self.update_beta();
         self.last_cong_ns = now_ns;
         self.w.reduce_to(self.beta());
     }
-    fn on_rto(&mut self, now_ns: u64, reduce: bool) {
+    fn on_rto(&mut self, now_ns: u64, reduce: bool, in_flight_bytes: u64) {
         if reduce {
-            self.on_congestion_event(now_ns);
+            self.on_congestion_event(now_ns, in_flight_bytes);
         }
         self.last_cong_ns = now_ns;
         self.w.cwnd = 1.0;

@@ -11,6 +11,7 @@ pub mod bic;
 pub mod cubic;
 pub mod highspeed;
 pub mod htcp;
+pub mod ns3;
 pub mod reno;
 pub mod scalable;
 pub mod vegas;
@@ -122,14 +123,15 @@ pub trait CongestionControl {
     fn on_ack(&mut self, acked_bytes: u64, rtt_ns: Option<u64>, now_ns: u64);
 
     /// A loss detected by duplicate ACKs or SACK: once per loss event (per window).
-    /// Sets ssthresh and cwnd.
-    fn on_congestion_event(&mut self, now_ns: u64);
+    /// Sets ssthresh and cwnd. `in_flight_bytes` is the sender's pipe (RFC 6675) as the
+    /// loss is detected: Linux's controllers reduce from cwnd, most of ns-3's from this.
+    fn on_congestion_event(&mut self, now_ns: u64, in_flight_bytes: u64);
 
     /// A retransmission timeout: reduce (unless this loss event already did), then
-    /// restart from one segment.
-    fn on_rto(&mut self, now_ns: u64, reduce: bool) {
+    /// restart from one segment. `in_flight_bytes` is the pipe before the timeout.
+    fn on_rto(&mut self, now_ns: u64, reduce: bool, in_flight_bytes: u64) {
         if reduce {
-            self.on_congestion_event(now_ns);
+            self.on_congestion_event(now_ns, in_flight_bytes);
         }
         self.window_mut().cwnd = 1.0;
     }
@@ -139,6 +141,13 @@ pub trait CongestionControl {
 
     /// The sender left fast recovery or loss recovery (Linux's return to `TCP_CA_Open`).
     fn on_recovered(&mut self, _now_ns: u64) {}
+
+    /// Whether the window grows only while the sender is limited by it, as Linux's
+    /// `tcp_cong_avoid` asks `tcp_is_cwnd_limited`. ns-3's `TcpSocketBase` calls
+    /// `IncreaseWindow` on every ACK in the open state.
+    fn grows_only_when_cwnd_limited(&self) -> bool {
+        true
+    }
 
     fn cwnd_bytes(&self) -> u64 {
         let w = self.window();
@@ -181,17 +190,41 @@ impl CcKind {
         CcKind::Vegas,
     ];
 
-    pub fn build(self, window: Window) -> Box<dyn CongestionControl> {
-        match self {
-            CcKind::Reno => Box::new(Reno::new(window)),
-            CcKind::Bic => Box::new(Bic::new(window)),
-            CcKind::Cubic => Box::new(Cubic::new(window)),
-            CcKind::Htcp => Box::new(Htcp::new(window)),
-            CcKind::Highspeed => Box::new(HighSpeed::new(window)),
-            CcKind::Scalable => Box::new(Scalable::new(window)),
-            CcKind::Vegas => Box::new(Vegas::new(window)),
+    pub fn build(self, window: Window, stack: TcpStack) -> Box<dyn CongestionControl> {
+        match stack {
+            TcpStack::Linux => match self {
+                CcKind::Reno => Box::new(Reno::new(window)),
+                CcKind::Bic => Box::new(Bic::new(window)),
+                CcKind::Cubic => Box::new(Cubic::new(window)),
+                CcKind::Htcp => Box::new(Htcp::new(window)),
+                CcKind::Highspeed => Box::new(HighSpeed::new(window)),
+                CcKind::Scalable => Box::new(Scalable::new(window)),
+                CcKind::Vegas => Box::new(Vegas::new(window)),
+            },
+            TcpStack::Ns3 => match self {
+                CcKind::Reno => Box::new(ns3::reno::Reno::new(window)),
+                CcKind::Bic => Box::new(ns3::bic::Bic::new(window)),
+                CcKind::Cubic => Box::new(ns3::cubic::Cubic::new(window)),
+                CcKind::Htcp => Box::new(ns3::htcp::Htcp::new(window)),
+                CcKind::Highspeed => Box::new(ns3::highspeed::HighSpeed::new(window)),
+                CcKind::Scalable => Box::new(ns3::scalable::Scalable::new(window)),
+                CcKind::Vegas => Box::new(ns3::vegas::Vegas::new(window)),
+            },
         }
     }
+}
+
+/// Whose definitions of the congestion controls a host runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TcpStack {
+    /// Linux's `net/ipv4/tcp_*.c`, as the modules here document them: the model.
+    #[default]
+    #[serde(rename = "linux")]
+    Linux,
+    /// ns-3.37's `src/internet/model/tcp-*.cc` ([`ns3`]): to check the simulator's engine
+    /// against ns-3 with the same algorithms on both sides.
+    #[serde(rename = "ns-3.37")]
+    Ns3,
 }
 
 #[cfg(test)]
@@ -214,13 +247,16 @@ mod tests {
 
     #[test]
     fn every_controller_reduces_on_loss_and_restarts_at_one_on_timeout() {
-        for kind in CcKind::ALL {
-            let mut cc = kind.build(Window::new(1000, 100.0, None));
-            cc.on_congestion_event(1);
+        for (kind, stack) in CcKind::ALL
+            .into_iter()
+            .flat_map(|kind| [(kind, TcpStack::Linux), (kind, TcpStack::Ns3)])
+        {
+            let mut cc = kind.build(Window::new(1000, 100.0, None), stack);
+            cc.on_congestion_event(1, 100_000);
             let w = *cc.window();
             assert!(w.cwnd < 100.0 && w.cwnd >= 50.0, "{}: {w:?}", cc.name());
             assert_eq!(w.cwnd, w.ssthresh);
-            cc.on_rto(2, false);
+            cc.on_rto(2, false, 0);
             assert_eq!(cc.cwnd_bytes(), 1000);
         }
     }

@@ -35,7 +35,7 @@ impl CongestionControl for Reno {
             reno_increase(&mut self.w, ca);
         }
     }
-    fn on_congestion_event(&mut self, _now_ns: u64) {
+    fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         self.w.reduce_to(0.5);
     }
 }

@@ -38,7 +38,7 @@ impl CongestionControl for Scalable {
         // tcp_scalable_cong_avoid: tcp_cong_avoid_ai(tp, min(cwnd, TCP_SCALABLE_AI_CNT), acked)
         self.w.cwnd += ca / self.w.cwnd.floor().clamp(1.0, SCALABLE_AI_CNT);
     }
-    fn on_congestion_event(&mut self, _now_ns: u64) {
+    fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         self.w.reduce_to(1.0 - SCALABLE_B);
     }
 }

@@ -111,7 +111,7 @@ impl CongestionControl for Vegas {
         self.round_min_rtt_ns = u64::MAX;
         self.round_samples = 0;
     }
-    fn on_congestion_event(&mut self, _now_ns: u64) {
+    fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         self.w.reduce_to(0.5);
     }
 }

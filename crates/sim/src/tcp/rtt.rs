@@ -1,8 +1,17 @@
 //! The retransmission timer's estimator (RFC 6298), with Linux's floor: the variance term
-//! is at least `min_rto_ns`, so RTO = SRTT + max(4 RTTVAR, min RTO).
+//! is at least `min_rto_ns`, so RTO = SRTT + max(4 RTTVAR, min RTO) (`tcp_set_rto`,
+//! `tcp_rto_min`). ns-3 floors the whole timeout instead, RTO = max(SRTT + max(1 ms,
+//! 4 RTTVAR), min RTO) (`TcpSocketBase::EstimateRtt`, RFC 6298 clause 2.4), 60 s at most:
+//! on a 26.8 ms path 200 ms where Linux waits 227 ms.
+
+use crate::cc::TcpStack;
 
 pub const INITIAL_RTO_NS: u64 = 1_000_000_000;
 pub const MAX_RTO_NS: u64 = 120_000_000_000;
+/// ns-3's cap on the doubled timeout (`TcpSocketBase::OnRetransmitTimeout`).
+pub const NS3_MAX_RTO_NS: u64 = 60_000_000_000;
+/// ns-3's `ClockGranularity` default.
+const NS3_CLOCK_GRANULARITY_NS: u64 = 1_000_000;
 
 // Every field is a duration; the `_ns` suffix is the house style for units.
 #[allow(clippy::struct_field_names)]
@@ -11,14 +20,16 @@ pub struct RttEstimator {
     srtt_ns: Option<u64>,
     rttvar_ns: u64,
     min_rto_ns: u64,
+    stack: TcpStack,
 }
 
 impl RttEstimator {
-    pub fn new(min_rto_ns: u64) -> Self {
+    pub fn new(min_rto_ns: u64, stack: TcpStack) -> Self {
         Self {
             srtt_ns: None,
             rttvar_ns: 0,
             min_rto_ns,
+            stack,
         }
     }
 
@@ -41,11 +52,18 @@ impl RttEstimator {
 
     /// The timeout after `backoff` consecutive expiries.
     pub fn rto_ns(&self, backoff: u32) -> u64 {
-        let base = match self.srtt_ns {
-            None => INITIAL_RTO_NS,
-            Some(srtt) => srtt + (4 * self.rttvar_ns).max(self.min_rto_ns),
+        let (base, max) = match (self.srtt_ns, self.stack) {
+            (None, TcpStack::Linux) => (INITIAL_RTO_NS, MAX_RTO_NS),
+            (None, TcpStack::Ns3) => (INITIAL_RTO_NS, NS3_MAX_RTO_NS),
+            (Some(srtt), TcpStack::Linux) => {
+                (srtt + (4 * self.rttvar_ns).max(self.min_rto_ns), MAX_RTO_NS)
+            }
+            (Some(srtt), TcpStack::Ns3) => {
+                let variance = (4 * self.rttvar_ns).max(NS3_CLOCK_GRANULARITY_NS);
+                ((srtt + variance).max(self.min_rto_ns), NS3_MAX_RTO_NS)
+            }
         };
-        base.saturating_mul(1u64 << backoff.min(20)).min(MAX_RTO_NS)
+        base.saturating_mul(1u64 << backoff.min(20)).min(max)
     }
 }
 
@@ -55,7 +73,7 @@ mod tests {
 
     #[test]
     fn follows_rfc_6298_with_the_linux_floor() {
-        let mut e = RttEstimator::new(200_000_000);
+        let mut e = RttEstimator::new(200_000_000, TcpStack::Linux);
         assert_eq!(e.rto_ns(0), INITIAL_RTO_NS);
         e.sample(100_000_000);
         // SRTT 100 ms, RTTVAR 50 ms: 100 + max(200, 200).
@@ -65,5 +83,14 @@ mod tests {
         assert_eq!(e.rto_ns(0), 300_000_000, "floor holds");
         assert_eq!(e.rto_ns(2), 1_200_000_000, "backoff doubles");
         assert_eq!(e.rto_ns(30), MAX_RTO_NS);
+    }
+
+    #[test]
+    fn ns3_floors_the_whole_timeout() {
+        let mut e = RttEstimator::new(200_000_000, TcpStack::Ns3);
+        e.sample(26_800_000);
+        e.sample(26_800_000);
+        assert_eq!(e.rto_ns(0), 200_000_000);
+        assert_eq!(e.rto_ns(30), NS3_MAX_RTO_NS);
     }
 }

@@ -24,7 +24,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cc::{CongestionControl, RttSample};
+use crate::cc::{CongestionControl, RttSample, TcpStack};
 use crate::packet::{Kind, Packet};
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use crate::tcp::ranges::RangeSet;
@@ -43,6 +43,12 @@ pub struct SenderConfig {
     pub snd_buf_bytes: u64,
     /// Bytes to send; `None` for an unending bulk transfer.
     pub transfer_bytes: Option<u64>,
+    /// Whose timer and loss-state rules the sender follows (the congestion control is
+    /// chosen apart, with the same stack).
+    pub stack: TcpStack,
+    /// No data leaves before this instant: the connection's set-up. Zero for a
+    /// connection open when the run starts.
+    pub start_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,6 +156,8 @@ pub struct TcpSender {
     rtt: RttEstimator,
     backoff: u32,
     rto_deadline_ns: Option<u64>,
+    /// Set while the connection is being set up: no data before it.
+    connecting_until_ns: Option<u64>,
     /// The peer's last timestamp, echoed in data (the receiver's RTT estimate).
     ts_recent_ns: u64,
     stats: SenderStats,
@@ -175,7 +183,8 @@ impl TcpSender {
             dupacks: 0,
             prr: None,
             force_one: false,
-            rtt: RttEstimator::new(config.min_rto_ns),
+            rtt: RttEstimator::new(config.min_rto_ns, config.stack),
+            connecting_until_ns: (config.start_ns > 0).then_some(config.start_ns),
             backoff: 0,
             rto_deadline_ns: None,
             ts_recent_ns: 0,
@@ -208,7 +217,7 @@ impl TcpSender {
     }
 
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.rto_deadline_ns
+        self.connecting_until_ns.or(self.rto_deadline_ns)
     }
 
     fn mss(&self) -> u64 {
@@ -297,6 +306,10 @@ impl TcpSender {
 
     /// The next segment the windows allow now, if any.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
+        if self.connecting_until_ns.is_some_and(|at| now_ns < at) {
+            return None;
+        }
+        self.connecting_until_ns = None;
         let cwnd = self.prr.map_or_else(|| self.cc.cwnd_bytes(), |p| p.cwnd);
         if !self.force_one && self.pipe() >= cwnd {
             return None;
@@ -425,7 +438,7 @@ impl TcpSender {
 
     fn enter_recovery(&mut self, now_ns: u64) {
         let prior_cwnd = self.cc.cwnd_bytes();
-        self.cc.on_congestion_event(now_ns);
+        self.cc.on_congestion_event(now_ns, self.pipe());
         self.prr = Some(Prr {
             recover_fs: prior_cwnd,
             ssthresh: self.cc.ssthresh_bytes(),
@@ -477,10 +490,20 @@ impl TcpSender {
         } else if pkt.ack == self.snd_una && self.snd_una < self.snd_nxt {
             self.dupacks += 1;
         }
-        self.detect_lost_retransmits();
+        if self.config.stack == TcpStack::Linux {
+            // ns-3.37 has no RACK: a lost retransmission waits for the timeout.
+            self.detect_lost_retransmits();
+        }
+        let mut credited = acked;
         if let State::Recovery { point } | State::Loss { point } = self.state
             && self.snd_una >= point
         {
+            if self.config.stack == TcpStack::Ns3 && matches!(self.state, State::Loss { .. }) {
+                // ns-3's ProcessAck leaving CA_LOSS passes only the segments past the
+                // recovery point to IncreaseWindow: none when the timeout left one segment
+                // in flight, so cwnd stays at one.
+                credited = self.snd_una - point;
+            }
             self.state = State::Open;
             self.prr = None;
             self.cc.on_recovered(now_ns);
@@ -490,9 +513,10 @@ impl TcpSender {
             self.enter_recovery(now_ns);
         } else if acked > 0
             && !matches!(self.state, State::Recovery { .. })
-            && Self::cwnd_limited(pipe_before, cwnd_before)
+            && (!self.cc.grows_only_when_cwnd_limited()
+                || Self::cwnd_limited(pipe_before, cwnd_before))
         {
-            self.cc.on_ack(acked, rtt_ns, now_ns);
+            self.cc.on_ack(credited, rtt_ns, now_ns);
         }
         // Including the ACK that began the recovery, as tcp_cwnd_reduction is.
         if self.prr.is_some() {
@@ -512,6 +536,12 @@ impl TcpSender {
 
     /// The retransmission timer may be due.
     pub fn on_timeout(&mut self, now_ns: u64) {
+        if let Some(at) = self.connecting_until_ns {
+            if now_ns >= at {
+                self.connecting_until_ns = None;
+            }
+            return;
+        }
         let Some(deadline) = self.rto_deadline_ns else {
             return;
         };
@@ -520,7 +550,7 @@ impl TcpSender {
         }
         // One reduction per loss event: a timeout in recovery has already been counted.
         let reduce = self.state == State::Open;
-        self.cc.on_rto(now_ns, reduce);
+        self.cc.on_rto(now_ns, reduce, self.pipe());
         self.prr = None;
         self.state = State::Loss {
             point: self.snd_nxt,
@@ -548,8 +578,10 @@ mod tests {
             min_rto_ns: 200_000_000,
             snd_buf_bytes: u64::MAX / 4,
             transfer_bytes: None,
+            stack: TcpStack::Linux,
+            start_ns: 0,
         };
-        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None));
+        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None), TcpStack::Linux);
         TcpSender::new(0, config, cc)
     }
 
