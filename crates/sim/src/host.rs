@@ -1,4 +1,4 @@
-//! A host: TCP endpoints behind one network interface.
+//! A host: transport endpoints ([`Transport`]) behind one network interface.
 //!
 //! The interface sends at min(NIC rate, bus ceiling) and is modelled inside the host: each
 //! packet's last bit leaves at `max(now, nic free) + size / rate`, and the packet is handed
@@ -16,8 +16,7 @@ use std::any::Any;
 use crate::engine::{Ctx, Node};
 use crate::event::NodeId;
 use crate::packet::{Kind, Packet};
-use crate::tcp::receiver::TcpReceiver;
-use crate::tcp::sender::TcpSender;
+use crate::transport::Transport;
 
 const PS_PER_NS: u64 = 1_000;
 const PS_PER_S: u128 = 1_000_000_000_000;
@@ -25,11 +24,8 @@ const PS_PER_S: u128 = 1_000_000_000_000;
 pub const NIC_HORIZON_BYTES: u64 = 64 * 1024;
 const NIC_TOKEN: u64 = u64::MAX;
 
-pub enum Endpoint {
-    Sender(TcpSender),
-    Receiver(TcpReceiver),
-    None,
-}
+/// One end of a flow, indexed by its flow id.
+pub type Endpoint = Box<dyn Transport>;
 
 /// At most one pending heap event per timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -148,10 +144,7 @@ impl Host {
                 self.block_nic(ctx);
                 break;
             }
-            let Endpoint::Sender(s) = &mut self.endpoints[i] else {
-                break;
-            };
-            let Some(pkt) = s.poll_transmit(ctx.now_ns) else {
+            let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns) else {
                 break;
             };
             self.transmit(pkt, ctx);
@@ -183,20 +176,21 @@ impl Host {
     }
 
     fn arm(&mut self, i: usize, ctx: &mut Ctx<'_>) {
-        let deadline = match &self.endpoints[i] {
-            Endpoint::Sender(s) => s.poll_timeout(),
-            Endpoint::Receiver(r) => r.poll_timeout(),
-            Endpoint::None => None,
-        };
+        let deadline = self.endpoints[i].poll_timeout();
         // A deadline already past fires now (and must be recorded as now to match).
         if let Some(at) = self.timers[i].want(deadline.map(|d| d.max(ctx.now_ns))) {
             ctx.schedule(at, i as u64);
         }
     }
 
-    /// After flow `i` changed: send if the interface is free (else its wake-up will).
+    /// After flow `i` changed: send if the interface is free (else its wake-up will);
+    /// what the interface does not hold back (acknowledgements) leaves at once.
     fn after_change(&mut self, i: usize, ctx: &mut Ctx<'_>) {
-        if !self.nic_blocked {
+        if !self.endpoints[i].held_by_interface() {
+            while let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns) {
+                self.transmit(pkt, ctx);
+            }
+        } else if !self.nic_blocked {
             self.serve(i, usize::MAX, ctx);
         }
         self.arm(i, ctx);
@@ -213,19 +207,8 @@ impl Node for Host {
         if i >= self.endpoints.len() {
             return;
         }
-        match (&mut self.endpoints[i], pkt.kind) {
-            (Endpoint::Sender(s), Kind::Ack) => {
-                s.on_ack(ctx.now_ns, &pkt);
-                self.after_change(i, ctx);
-            }
-            (Endpoint::Receiver(r), Kind::Data) => {
-                if let Some(ack) = r.on_data(ctx.now_ns, &pkt) {
-                    self.transmit(ack, ctx);
-                }
-                self.arm(i, ctx);
-            }
-            _ => {}
-        }
+        self.endpoints[i].handle_packet(ctx.now_ns, &pkt);
+        self.after_change(i, ctx);
     }
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx<'_>) {
@@ -239,19 +222,8 @@ impl Node for Host {
         if !self.timers[i].fired(ctx.now_ns) {
             return;
         }
-        match &mut self.endpoints[i] {
-            Endpoint::Sender(s) => {
-                s.on_timeout(ctx.now_ns);
-                self.after_change(i, ctx);
-            }
-            Endpoint::Receiver(r) => {
-                if let Some(ack) = r.on_timeout(ctx.now_ns) {
-                    self.transmit(ack, ctx);
-                }
-                self.arm(i, ctx);
-            }
-            Endpoint::None => {}
-        }
+        self.endpoints[i].handle_timeout(ctx.now_ns);
+        self.after_change(i, ctx);
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) {

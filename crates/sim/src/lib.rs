@@ -3,9 +3,9 @@
 //! The core (`event`, `engine`) is a heap of (time, sequence) events and a table of nodes
 //! addressed by id; it knows nothing of what nodes are. The models are nodes: `link`
 //! (FIFO, rate, delay, queue, loss, cross traffic) and `host` (an interface with a rate
-//! and bus ceiling, and TCP endpoints). TCP itself (`tcp`) and its congestion
-//! controllers (`cc`) are sans-IO state machines that take (now, packet) and return
-//! packets and deadlines. `scenario` and `presets` turn JSON into a resolved
+//! and bus ceiling, and transport endpoints behind the `transport` trait). TCP itself
+//! (`tcp`) and its congestion controllers (`cc`) are sans-IO state machines that take
+//! (now, packet) and return packets and deadlines. `scenario` and `presets` turn JSON into a resolved
 //! configuration; `run` builds the testbed, runs it and reports like iperf3; `bench`
 //! measures the simulator's own speed. Time is integer nanoseconds throughout, and a run
 //! is a function of its scenario and seed alone.
@@ -21,3 +21,4 @@ pub mod presets;
 pub mod run;
 pub mod scenario;
 pub mod tcp;
+pub mod transport;

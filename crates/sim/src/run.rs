@@ -93,7 +93,7 @@ fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
                 stack: r.sender.stack,
                 start_ns: ns(r.start_ms) + connection_setup_ns(r.sender.stack, r.flows[g].rtt_ms),
             };
-            Endpoint::Sender(TcpSender::new(i as u32, config, cc))
+            Box::new(TcpSender::new(i as u32, config, cc)) as Endpoint
         })
         .collect()
 }
@@ -109,7 +109,7 @@ fn receivers(r: &Resolved) -> Vec<Endpoint> {
                 auto_tuning: r.receiver.auto_tuning,
                 rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
             };
-            Endpoint::Receiver(TcpReceiver::new(i, config))
+            Box::new(TcpReceiver::new(i, config)) as Endpoint
         })
         .collect()
 }
@@ -332,17 +332,14 @@ fn snapshot(t: &Testbed) -> Vec<Snapshot> {
         .iter()
         .zip(receiver.endpoints())
         .map(|(s, r)| {
-            let mut snap = Snapshot::default();
-            if let Endpoint::Sender(s) = s {
-                snap.sent = s.snd_nxt();
-                snap.retransmits = s.stats().retransmits;
-                snap.cwnd = s.cc().cwnd_bytes();
-                snap.srtt_ns = s.srtt_ns().unwrap_or(0);
+            let (s, r) = (s.report(), r.report());
+            Snapshot {
+                sent: s.sent_bytes,
+                retransmits: s.retransmits,
+                cwnd: s.cwnd_bytes,
+                srtt_ns: s.srtt_ns,
+                received: r.received_bytes,
             }
-            if let Endpoint::Receiver(r) = r {
-                snap.received = r.bytes_received();
-            }
-            snap
         })
         .collect()
 }
@@ -429,11 +426,10 @@ fn counters(t: &Testbed) -> Counters {
         c.data_bytes_in_flight += line.data_bytes_in_flight();
     }
     for e in sender.endpoints() {
-        if let Endpoint::Sender(s) = e {
-            c.retransmits += s.stats().retransmits;
-            c.fast_recoveries += s.stats().fast_recoveries;
-            c.timeouts += s.stats().timeouts;
-        }
+        let flow = e.report();
+        c.retransmits += flow.retransmits;
+        c.fast_recoveries += flow.fast_recoveries;
+        c.timeouts += flow.timeouts;
     }
     c.conserved =
         c.data_bytes_sent == c.data_bytes_delivered + c.data_bytes_dropped + c.data_bytes_in_flight;
@@ -448,14 +444,8 @@ fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> E
         .zip(last)
         .zip(sender.endpoints().iter().zip(receiver.endpoints()))
         .map(|((f, l), (s, r))| {
-            let (fast_recoveries, timeouts) = match s {
-                Endpoint::Sender(s) => (s.stats().fast_recoveries, s.stats().timeouts),
-                _ => (0, 0),
-            };
-            let max_rcv_window_bytes = match r {
-                Endpoint::Receiver(r) => r.stats().max_window_bytes,
-                _ => 0,
-            };
+            let (fast_recoveries, timeouts) = (s.report().fast_recoveries, s.report().timeouts);
+            let max_rcv_window_bytes = r.report().max_rcv_window_bytes;
             EndStream {
                 sender: sum(
                     0.0,

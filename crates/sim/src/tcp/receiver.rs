@@ -8,6 +8,7 @@
 use crate::packet::{Kind, MAX_SACK_BLOCKS, Packet, Range};
 use crate::tcp::ranges::RangeSet;
 use crate::tcp::{SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES, TCP_IP_HEADER_BYTES};
+use crate::transport::{FlowReport, Transport};
 
 /// Linux 2.6.18's `tcp_adv_win_scale` = 2: a quarter of the buffer is overhead.
 pub const WINDOW_FRACTION_OF_BUFFER: f64 = 0.75;
@@ -54,6 +55,8 @@ pub struct TcpReceiver {
     space_start_seq: u64,
     rtt_est_ns: Option<u64>,
     stats: ReceiverStats,
+    /// The acknowledgement owed, for [`Transport::poll_transmit`].
+    owed_ack: Option<Packet>,
 }
 
 impl TcpReceiver {
@@ -73,6 +76,7 @@ impl TcpReceiver {
             recent_count: 0,
             unacked_segments: 0,
             delack_deadline_ns: None,
+            owed_ack: None,
             ts_recent_ns: 0,
             last_arrival: (0, 0),
             right_edge: window_bytes,
@@ -230,6 +234,37 @@ impl TcpReceiver {
     }
 }
 
+impl Transport for TcpReceiver {
+    fn handle_packet(&mut self, now_ns: u64, pkt: &Packet) {
+        if pkt.kind == Kind::Data
+            && let Some(ack) = self.on_data(now_ns, pkt)
+        {
+            self.owed_ack = Some(ack);
+        }
+    }
+    fn poll_transmit(&mut self, _now_ns: u64) -> Option<Packet> {
+        self.owed_ack.take()
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        TcpReceiver::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now_ns: u64) {
+        if let Some(ack) = self.on_timeout(now_ns) {
+            self.owed_ack = Some(ack);
+        }
+    }
+    fn held_by_interface(&self) -> bool {
+        false
+    }
+    fn report(&self) -> FlowReport {
+        FlowReport {
+            received_bytes: self.rcv_nxt,
+            max_rcv_window_bytes: self.stats.max_window_bytes,
+            ..FlowReport::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,5 +348,20 @@ mod tests {
         let mut r = receiver(false);
         let a = r.on_data(0, &seg(0)).unwrap();
         assert_eq!(a.wnd_bytes, (1 << 20) * 3 / 4);
+    }
+
+    #[test]
+    fn through_the_transport_trait_the_ack_is_owed_until_polled() {
+        let mut r = receiver(true);
+        let t: &mut dyn Transport = &mut r;
+        t.handle_packet(1, &seg(0));
+        assert_eq!(t.poll_transmit(1), None, "one segment: the ACK is delayed");
+        assert_eq!(t.poll_timeout(), Some(1 + 40_000_000));
+        t.handle_packet(2, &seg(1000));
+        let ack = t.poll_transmit(2).expect("every second segment is acknowledged");
+        assert_eq!((ack.kind, ack.ack), (Kind::Ack, 2000));
+        assert_eq!(t.poll_transmit(2), None);
+        assert!(!t.held_by_interface());
+        assert_eq!(t.report().received_bytes, 2000);
     }
 }

@@ -21,6 +21,13 @@
 //! flight the sender sends ssthresh / `prior_cwnd` of what is delivered, below it slow
 //! start back up to ssthresh (the slow-start reduction bound), and the window is
 //! ssthresh when recovery ends.
+//!
+//! A sender on ns-3.37's stack (`TcpStack::Ns3`, to check the engine against ns-3 with
+//! the same rules) differs where `TcpSocketBase` does: no RACK, so a lost retransmission
+//! waits for the timeout; RTT samples only from data never retransmitted and sent since
+//! the last timeout (`EstimateRtt` reads `m_history`, which a timeout empties); leaving a
+//! timeout's recovery credits only the segments past its recovery point; its timer rule
+//! is in [`RttEstimator`].
 
 use std::collections::VecDeque;
 
@@ -29,6 +36,7 @@ use crate::packet::{Kind, Packet};
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use crate::tcp::ranges::RangeSet;
 use crate::tcp::rtt::RttEstimator;
+use crate::transport::{FlowReport, Transport};
 
 /// Segments `SACKed` above a hole before it is taken as lost.
 pub const DUPTHRESH: u64 = 3;
@@ -158,6 +166,7 @@ pub struct TcpSender {
     rto_deadline_ns: Option<u64>,
     /// Set while the connection is being set up: no data before it.
     connecting_until_ns: Option<u64>,
+    last_timeout_ns: Option<u64>,
     /// The peer's last timestamp, echoed in data (the receiver's RTT estimate).
     ts_recent_ns: u64,
     stats: SenderStats,
@@ -185,6 +194,7 @@ impl TcpSender {
             force_one: false,
             rtt: RttEstimator::new(config.min_rto_ns, config.stack),
             connecting_until_ns: (config.start_ns > 0).then_some(config.start_ns),
+            last_timeout_ns: None,
             backoff: 0,
             rto_deadline_ns: None,
             ts_recent_ns: 0,
@@ -454,6 +464,21 @@ impl TcpSender {
         self.stats.fast_recoveries += 1;
     }
 
+    /// Whether this advancing ACK gives an RTT sample. With timestamps Linux takes one
+    /// from every advancing ACK, retransmissions too. ns-3 samples only the oldest
+    /// segment it sent and never retransmitted, from a history it empties on a timeout
+    /// (`TcpSocketBase::EstimateRtt`, `m_history`): none in recovery, none from what was
+    /// sent before the last timeout.
+    fn takes_rtt_sample(&self, pkt: &Packet) -> bool {
+        match self.config.stack {
+            TcpStack::Linux => true,
+            TcpStack::Ns3 => {
+                self.state == State::Open
+                    && self.last_timeout_ns.is_none_or(|at| pkt.ts_echo_ns > at)
+            }
+        }
+    }
+
     /// An acknowledgement arrives.
     pub fn on_ack(&mut self, now_ns: u64, pkt: &Packet) {
         let pipe_before = self.pipe();
@@ -473,18 +498,19 @@ impl TcpSender {
         let mut sacked_passed = 0;
         if acked > 0 {
             sacked_passed = self.advance_una(pkt.ack);
-            // Timestamps make every advancing ACK a valid sample, retransmissions too.
-            let sample = now_ns.saturating_sub(pkt.ts_echo_ns).max(1);
-            self.rtt.sample(sample);
-            self.cc.on_rtt(&RttSample {
-                rtt_ns: sample,
-                srtt_ns: self.rtt.srtt_ns().unwrap_or(sample),
-                now_ns,
-                open: self.state == State::Open,
-                ack: pkt.ack,
-                snd_nxt: self.snd_nxt,
-            });
-            rtt_ns = Some(sample);
+            if self.takes_rtt_sample(pkt) {
+                let sample = now_ns.saturating_sub(pkt.ts_echo_ns).max(1);
+                self.rtt.sample(sample);
+                self.cc.on_rtt(&RttSample {
+                    rtt_ns: sample,
+                    srtt_ns: self.rtt.srtt_ns().unwrap_or(sample),
+                    now_ns,
+                    open: self.state == State::Open,
+                    ack: pkt.ack,
+                    snd_nxt: self.snd_nxt,
+                });
+                rtt_ns = Some(sample);
+            }
             self.backoff = 0;
             self.dupacks = 0;
         } else if pkt.ack == self.snd_una && self.snd_una < self.snd_nxt {
@@ -559,7 +585,39 @@ impl TcpSender {
         self.dupacks = 0;
         self.backoff += 1;
         self.stats.timeouts += 1;
+        self.last_timeout_ns = Some(now_ns);
         self.rto_deadline_ns = Some(now_ns + self.rtt.rto_ns(self.backoff));
+    }
+}
+
+impl Transport for TcpSender {
+    fn handle_packet(&mut self, now_ns: u64, pkt: &Packet) {
+        if pkt.kind == Kind::Ack {
+            self.on_ack(now_ns, pkt);
+        }
+    }
+    fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
+        TcpSender::poll_transmit(self, now_ns)
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        TcpSender::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now_ns: u64) {
+        self.on_timeout(now_ns);
+    }
+    fn held_by_interface(&self) -> bool {
+        true
+    }
+    fn report(&self) -> FlowReport {
+        FlowReport {
+            sent_bytes: self.snd_nxt,
+            retransmits: self.stats.retransmits,
+            fast_recoveries: self.stats.fast_recoveries,
+            timeouts: self.stats.timeouts,
+            cwnd_bytes: self.cc.cwnd_bytes(),
+            srtt_ns: self.rtt.srtt_ns().unwrap_or(0),
+            ..FlowReport::default()
+        }
     }
 }
 
@@ -572,17 +630,67 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn sender(cwnd: f64) -> TcpSender {
+        sender_on(TcpStack::Linux, cwnd, 0)
+    }
+
+    fn sender_on(stack: TcpStack, cwnd: f64, start_ns: u64) -> TcpSender {
         let config = SenderConfig {
             mss_bytes: MSS as u32,
             frame_overhead_bytes: 0,
             min_rto_ns: 200_000_000,
             snd_buf_bytes: u64::MAX / 4,
             transfer_bytes: None,
-            stack: TcpStack::Linux,
-            start_ns: 0,
+            stack,
+            start_ns,
         };
-        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None), TcpStack::Linux);
+        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None), stack);
         TcpSender::new(0, config, cc)
+    }
+
+    /// One segment out at `sent_ns`, a timeout, its retransmission acknowledged (with
+    /// the original's timestamp echoed, as a receiver that held it for a delayed ACK
+    /// does): the ns-3 timeout livelock's one turn. Returns the sender after it.
+    fn one_segment_timeout(stack: TcpStack) -> TcpSender {
+        let mut s = sender_on(stack, 1.0, 0);
+        s.peer_right_edge = u64::MAX / 2;
+        assert_eq!(drain(&mut s, 0).len(), 1);
+        let rto = s.poll_timeout().unwrap();
+        s.on_timeout(rto);
+        let out = drain(&mut s, rto);
+        assert!(out[0].retransmit);
+        let mut a = ack(MSS, &[]);
+        a.ts_echo_ns = 0;
+        s.on_ack(rto + 27_000_000, &a);
+        s
+    }
+
+    #[test]
+    fn ns3_leaves_a_timeout_crediting_nothing_and_takes_no_sample_from_before_it() {
+        let ns3 = one_segment_timeout(TcpStack::Ns3);
+        assert_eq!(ns3.state(), State::Open);
+        assert_eq!(
+            ns3.cc().cwnd_bytes(),
+            MSS,
+            "no segment past the recovery point"
+        );
+        assert_eq!(ns3.srtt_ns(), None, "the retransmission's ACK is no sample");
+        let linux = one_segment_timeout(TcpStack::Linux);
+        assert_eq!(
+            linux.cc().cwnd_bytes(),
+            2 * MSS,
+            "slow start counts the acked segment"
+        );
+        assert!(linux.srtt_ns().is_some(), "timestamps make it a sample");
+    }
+
+    #[test]
+    fn no_data_leaves_before_the_connection_opens() {
+        let mut s = sender_on(TcpStack::Ns3, 10.0, 5_000);
+        s.peer_right_edge = u64::MAX / 2;
+        assert!(drain(&mut s, 0).is_empty());
+        assert_eq!(s.poll_timeout(), Some(5_000));
+        s.on_timeout(5_000);
+        assert_eq!(drain(&mut s, 5_000).len(), 10);
     }
 
     fn ack(ack: u64, sack: &[(u64, u64)]) -> Packet {
