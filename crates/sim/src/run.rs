@@ -63,7 +63,7 @@ fn group_of_flows(r: &Resolved) -> Vec<usize> {
 /// `BulkSendApplication` connects when it starts, so its data follows the SYN / SYN-ACK
 /// round trip; with millisecond timestamps that phase decides the RTT samples ns-3's
 /// controllers see. Linux flows start connected, as iperf3 times them.
-fn connection_setup_ns(stack: TcpStack, rtt_ms: f64) -> u64 {
+fn handshake_ns(stack: TcpStack, rtt_ms: f64) -> u64 {
     match stack {
         TcpStack::Linux => 0,
         TcpStack::Ns3 => ns(rtt_ms),
@@ -91,7 +91,8 @@ fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
                 snd_buf_bytes: r.sender.snd_buf_max_bytes,
                 transfer_bytes: r.transfer_bytes,
                 stack: r.sender.stack,
-                start_ns: ns(r.start_ms) + connection_setup_ns(r.sender.stack, r.flows[g].rtt_ms),
+                start_ns: ns(r.start_ms),
+                handshake_ns: handshake_ns(r.sender.stack, r.flows[g].rtt_ms),
             };
             Box::new(TcpSender::new(i as u32, config, cc)) as Endpoint
         })

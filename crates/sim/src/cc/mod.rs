@@ -139,6 +139,10 @@ pub trait CongestionControl {
     /// Every RTT sample, whether or not the window may grow (delay-based controllers).
     fn on_rtt(&mut self, _sample: &RttSample) {}
 
+    /// The handshake's round trip, the connection's first RTT measurement: it reaches the
+    /// estimate ns-3 hands its controllers, not the controllers themselves.
+    fn on_handshake_rtt(&mut self, _sample: &RttSample) {}
+
     /// The sender left fast recovery or loss recovery (Linux's return to `TCP_CA_Open`).
     fn on_recovered(&mut self, _now_ns: u64) {}
 

@@ -358,7 +358,9 @@ mod tests {
         assert_eq!(t.poll_transmit(1), None, "one segment: the ACK is delayed");
         assert_eq!(t.poll_timeout(), Some(1 + 40_000_000));
         t.handle_packet(2, &seg(1000));
-        let ack = t.poll_transmit(2).expect("every second segment is acknowledged");
+        let ack = t
+            .poll_transmit(2)
+            .expect("every second segment is acknowledged");
         assert_eq!((ack.kind, ack.ack), (Kind::Ack, 2000));
         assert_eq!(t.poll_transmit(2), None);
         assert!(!t.held_by_interface());

@@ -54,9 +54,12 @@ pub struct SenderConfig {
     /// Whose timer and loss-state rules the sender follows (the congestion control is
     /// chosen apart, with the same stack).
     pub stack: TcpStack,
-    /// No data leaves before this instant: the connection's set-up. Zero for a
-    /// connection open when the run starts.
+    /// When the connection opens (its SYN leaves).
     pub start_ns: u64,
+    /// How long the handshake takes before data may leave; zero for a connection that
+    /// is open when it starts (as iperf3 times Linux flows). The SYN / SYN-ACK exchange
+    /// gives the first RTT sample, as ns-3's `ProcessSynSent` takes it.
+    pub handshake_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,7 +196,8 @@ impl TcpSender {
             prr: None,
             force_one: false,
             rtt: RttEstimator::new(config.min_rto_ns, config.stack),
-            connecting_until_ns: (config.start_ns > 0).then_some(config.start_ns),
+            connecting_until_ns: (config.start_ns + config.handshake_ns > 0)
+                .then_some(config.start_ns + config.handshake_ns),
             last_timeout_ns: None,
             backoff: 0,
             rto_deadline_ns: None,
@@ -314,12 +318,25 @@ impl TcpSender {
         pkt
     }
 
+    /// The handshake is over: data may leave, and its round trip is the first RTT sample.
+    fn open_connection(&mut self) {
+        self.connecting_until_ns = None;
+        let (syn_ns, handshake_ns) = (self.config.start_ns, self.config.handshake_ns);
+        if handshake_ns > 0 {
+            let sample = RttSample::at(handshake_ns, syn_ns + handshake_ns);
+            self.rtt.sample(handshake_ns);
+            self.cc.on_handshake_rtt(&sample);
+        }
+    }
+
     /// The next segment the windows allow now, if any.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
-        if self.connecting_until_ns.is_some_and(|at| now_ns < at) {
-            return None;
+        if let Some(at) = self.connecting_until_ns {
+            if now_ns < at {
+                return None;
+            }
+            self.open_connection();
         }
-        self.connecting_until_ns = None;
         let cwnd = self.prr.map_or_else(|| self.cc.cwnd_bytes(), |p| p.cwnd);
         if !self.force_one && self.pipe() >= cwnd {
             return None;
@@ -564,7 +581,7 @@ impl TcpSender {
     pub fn on_timeout(&mut self, now_ns: u64) {
         if let Some(at) = self.connecting_until_ns {
             if now_ns >= at {
-                self.connecting_until_ns = None;
+                self.open_connection();
             }
             return;
         }
@@ -630,10 +647,10 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn sender(cwnd: f64) -> TcpSender {
-        sender_on(TcpStack::Linux, cwnd, 0)
+        sender_on(TcpStack::Linux, cwnd, 0, 0)
     }
 
-    fn sender_on(stack: TcpStack, cwnd: f64, start_ns: u64) -> TcpSender {
+    fn sender_on(stack: TcpStack, cwnd: f64, start_ns: u64, handshake_ns: u64) -> TcpSender {
         let config = SenderConfig {
             mss_bytes: MSS as u32,
             frame_overhead_bytes: 0,
@@ -642,6 +659,7 @@ mod tests {
             transfer_bytes: None,
             stack,
             start_ns,
+            handshake_ns,
         };
         let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None), stack);
         TcpSender::new(0, config, cc)
@@ -651,7 +669,7 @@ mod tests {
     /// the original's timestamp echoed, as a receiver that held it for a delayed ACK
     /// does): the ns-3 timeout livelock's one turn. Returns the sender after it.
     fn one_segment_timeout(stack: TcpStack) -> TcpSender {
-        let mut s = sender_on(stack, 1.0, 0);
+        let mut s = sender_on(stack, 1.0, 0, 0);
         s.peer_right_edge = u64::MAX / 2;
         assert_eq!(drain(&mut s, 0).len(), 1);
         let rto = s.poll_timeout().unwrap();
@@ -684,13 +702,14 @@ mod tests {
     }
 
     #[test]
-    fn no_data_leaves_before_the_connection_opens() {
-        let mut s = sender_on(TcpStack::Ns3, 10.0, 5_000);
+    fn no_data_leaves_before_the_handshake_ends_and_it_is_the_first_rtt_sample() {
+        let mut s = sender_on(TcpStack::Ns3, 10.0, 1_000, 26_800_000);
         s.peer_right_edge = u64::MAX / 2;
-        assert!(drain(&mut s, 0).is_empty());
-        assert_eq!(s.poll_timeout(), Some(5_000));
-        s.on_timeout(5_000);
-        assert_eq!(drain(&mut s, 5_000).len(), 10);
+        assert!(drain(&mut s, 1_000).is_empty());
+        assert_eq!(s.poll_timeout(), Some(26_801_000));
+        s.on_timeout(26_801_000);
+        assert_eq!(s.srtt_ns(), Some(26_800_000));
+        assert_eq!(drain(&mut s, 26_801_000).len(), 10);
     }
 
     fn ack(ack: u64, sack: &[(u64, u64)]) -> Packet {

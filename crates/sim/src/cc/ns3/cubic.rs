@@ -155,6 +155,9 @@ impl CongestionControl for Cubic {
     fn grows_only_when_cwnd_limited(&self) -> bool {
         false
     }
+    fn on_handshake_rtt(&mut self, sample: &RttSample) {
+        self.rtt.sample(sample);
+    }
     /// `TcpCubic::PktsAcked`, with ns-3's smoothed, quantized RTT.
     fn on_rtt(&mut self, sample: &RttSample) {
         let rtt_ns = self.rtt.sample(sample);

@@ -98,6 +98,9 @@ impl CongestionControl for Htcp {
     fn grows_only_when_cwnd_limited(&self) -> bool {
         false
     }
+    fn on_handshake_rtt(&mut self, sample: &RttSample) {
+        self.rtt.sample(sample);
+    }
     /// `TcpHtcp::PktsAcked`.
     fn on_rtt(&mut self, sample: &RttSample) {
         let rtt_ns = self.rtt.sample(sample);

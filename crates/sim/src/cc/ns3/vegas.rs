@@ -103,6 +103,9 @@ impl CongestionControl for Vegas {
     fn grows_only_when_cwnd_limited(&self) -> bool {
         false
     }
+    fn on_handshake_rtt(&mut self, sample: &RttSample) {
+        self.rtt.sample(sample);
+    }
     /// `TcpVegas::PktsAcked`.
     fn on_rtt(&mut self, sample: &RttSample) {
         let rtt_ns = self.rtt.sample(sample);
