@@ -31,8 +31,28 @@ def test_the_ns3_cases_cover_every_variant_in_every_group():
     assert all(c.warmup_s >= 0.1 * c.rtt_ms for c in lossy)
 
 
+def test_lossy_cases_run_five_seeds_on_both_sides_and_ns3_answers_their_mean():
+    grouped = [c for _, c in against_ns3.ns3_grouped_cases()]
+    lossy = next(c for c in grouped if c.loss > 0)
+    runs = against_ns3.ns3_seeded(lossy)
+    assert [r.seed for r in runs] == [1, 2, 3, 4, 5] and runs[0] == lossy
+    assert len({r.key() for r in runs}) == 5
+    clean = next(c for c in grouped if c.loss == 0)
+    assert against_ns3.ns3_seeded(clean) == [clean]
+    assert len(against_ns3.ns3_cases()) == sum(len(against_ns3.ns3_seeded(c)) for c in grouped)
+    answers = [
+        {"goodput_bps": 1e6, "wall_s": 1.0, "from": "run"},
+        {"goodput_bps": 3e6, "wall_s": 2.0, "from": "run"},
+    ]
+    mean = against_ns3._mean_answer(answers)
+    assert mean["goodput_bps"] == 2e6 and mean["wall_s"] == 3.0
+    assert mean["seed_goodputs_mbps"] == [1.0, 3.0]
+    failed = {"error": "ns-3 died", "from": "run"}
+    assert against_ns3._mean_answer([answers[0], failed]) == failed
+
+
 def test_both_simulators_get_the_same_bottleneck_and_window():
-    case = against_ns3.ns3_cases()[-1]
+    case = [c for _, c in against_ns3.ns3_grouped_cases()][-1]
     scenario = against_ns3.ns3_scenario(case)
     path, host = scenario["path"], scenario["hosts"]["sender"]
     assert path["rate_bps"] == case.rate_bps and path["rtt_ms"] == case.rtt_ms
@@ -100,7 +120,7 @@ def test_longhaul_sim_agrees_with_the_recorded_ns3_answers_or_says_why(monkeypat
     monkeypatch.setattr(ns3, "binary", lambda: pytest.fail("a case has no recorded answer"))
     found = against_ns3.validate_ns3()
     assert {case["ns3_from"].split()[0] for case in found["cases"]} == {"recorded"}
-    assert found["compared"] == len(against_ns3.ns3_cases()) and found["ns3_failed"] == 0
+    assert found["compared"] == len(against_ns3.ns3_grouped_cases()) and found["ns3_failed"] == 0
     differing = {
         (c["cc"], c["streams"], c["rtt_ms"], c["loss"])
         for c in found["cases"]

@@ -8,6 +8,7 @@ difference or counted as unexplained. The same cases with the simulator's Linux 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import statistics
@@ -128,7 +129,8 @@ def ns3_grouped_cases() -> list[tuple[Ns3Group, ns3.Case]]:
 
 
 def ns3_cases() -> list[ns3.Case]:
-    return [case for _, case in ns3_grouped_cases()]
+    """Every run ns-3 answers: each case once per seed (see `ns3_seeded`)."""
+    return [run for _, case in ns3_grouped_cases() for run in ns3_seeded(case)]
 
 
 NS3_TOLERANCE = 0.10
@@ -186,7 +188,9 @@ NS3_DIFFERENCES = (
     ),
     Ns3Difference(
         # Traced (CongState) in ns-3 for eight Reno flows at 163 ms.
-        lambda case: case.cc == "reno" and case.streams == 8 and case.rtt_ms > 100,
+        lambda case: (
+            case.cc == "reno" and case.streams == 8 and case.rtt_ms > 100 and case.loss == 0
+        ),
         "ns-3.37 recovers from the eight flows' slow-start overshoot at 163 ms by timeouts "
         "(seven of eight Reno flows fall to the RTO) and one flow stalls, timing out every "
         "363 ms to the end of the run without the timer backing off; the others regrow by "
@@ -194,19 +198,13 @@ NS3_DIFFERENCES = (
         "kernel delivers 0.96 Gb/s to eight Reno flows through the same loss-free circuit",
     ),
     Ns3Difference(
-        # Measured: bulk.cc with --seed=2..4 beside the recorded seed 1 (2026-11-25).
-        lambda case: case.cc == "reno" and case.streams == 1 and case.loss == 1e-4,
-        "ns-3 runs one seed, and one Reno flow's goodput at 1e-4 varies with it: seeds 1-4 "
-        "give 51.0, 57.2, 53.6 and 54.2 Mb/s (mean 54.0); the simulator's mean of five "
-        "seeds, 58.4, is 1.08 of that mean",
-    ),
-    Ns3Difference(
-        # Measured: iperf3 through longhaul-wan, 1 Gb/s, 26.8 ms, 1e-3, 60 s (2026-11-25).
-        lambda case: case.cc == "reno" and case.streams == 8 and case.loss >= 1e-3,
-        "ns-3's eight Reno flows deliver 0.61 of eight times one flow's goodput (0.094 "
-        "against 8 x 0.019 Gb/s; 0.110 with another seed) though random loss makes them "
-        "independent; the kernel through the emulator delivers 0.139 Gb/s to eight Reno "
-        "flows on the same circuit, the simulator 0.143. Not traced inside ns-3",
+        # Measured: iperf3 through longhaul-wan, 1 Gb/s, 26.8 ms, 1e-3, 60 s (2026-11-25),
+        # and ns-3's timeouts through its CongState trace.
+        lambda case: case.cc == "reno" and case.streams == 8 and case.loss > 0,
+        "eight Reno flows with random loss, where ns-3 falls to its retransmission timer "
+        "hundreds of times (821 timeouts at 1e-3 with seed 1) and Linux recovers by SACK "
+        "and RACK: at 1e-3 the kernel through the emulator delivers 0.139 Gb/s to eight "
+        "Reno flows on the same circuit, the simulator 0.143",
     ),
     Ns3Difference(
         lambda case: case.cc == "htcp" and _window_set_by_loss(case),
@@ -225,37 +223,45 @@ NS3_ENGINE_DIFFERENCES = (
     Ns3Difference(
         lambda case: case.cc == "vegas",
         "ill-conditioned: Vegas's window settles where millisecond timestamps put the "
-        "smoothed RTTs, so the sub-millisecond phase of the connection's start decides it. "
-        "ns-3's one Vegas flow on the idle 26.8 ms line delivers 40.9, 69.1, 91.9, 70.0 "
-        "and 71.2 Mb/s when it starts 0, 0.2, 0.4, 0.6 and 0.8 ms into the run; the "
-        "simulator with ns-3's stack 395, 22, 55, 74 and 320 Mb/s",
+        "smoothed RTTs, so the sub-millisecond phase of each flow's start decides it. ns-3's "
+        "one Vegas flow on the idle 26.8 ms line delivers 40.9, 69.1, 91.9, 70.0 and 71.2 "
+        "Mb/s when it starts 0, 0.2, 0.4, 0.6 and 0.8 ms into the run; the simulator on "
+        "ns-3's stack 41.8, 66.8, 54.8, 74.4 and 320.3. The single flows agree at the "
+        "recorded phase; eight flows interleave their starts and do not",
     ),
     Ns3Difference(
-        lambda case: case.loss > 0 and (case.streams == 8 or case.loss >= 1e-3),
-        "ns-3 falls to its retransmission timer hundreds of times (8 flows at 1e-3: "
-        "reno 821, htcp 398, highspeed 313, scalable 443 timeouts; 8 flows at 1e-4: CUBIC "
-        "275 at 26.8 ms, 752 at 163 ms, H-TCP 747 at 163 ms; one CUBIC flow at 1e-3: 255) "
-        "where the simulator with ns-3's stack has 0-28. After a "
-        "timeout that leaves one segment in flight ns-3 leaves CA_LOSS crediting no "
-        "segment, so cwnd stays at one, and the receiver's 200 ms delayed ACK loses the "
-        "race with the 200 ms RTO: a timeout every 227 ms (one CUBIC flow at 1e-3 from "
-        "4.95 s on). The simulator follows those rules; what sets off ns-3's first "
-        "timeouts is not traced",
-    ),
-    Ns3Difference(
-        lambda case: case.loss == 1e-4 and case.streams == 1,
-        "one flow at 1e-4: ns-3 and the simulator go through as many recoveries (CUBIC 30 "
-        "and 29, H-TCP 38 and 37) yet the simulator delivers 1.16-1.43 times as much, so "
-        "each recovery costs ns-3 more; not traced further. Reno's answer also moves with "
-        "ns-3's seed (51.0-57.2 Mb/s over seeds 1-4)",
+        lambda case: case.loss > 0 and case.streams == 8,
+        "eight flows with random loss, where ns-3 falls to its retransmission timer hundreds "
+        "of times (seed 1: reno 821, H-TCP 398, HighSpeed 313 and Scalable 443 timeouts at "
+        "1e-3; CUBIC 275 at 1e-4) and a flow whose timeout leaves one segment in flight can "
+        "stay in ns-3's timeout livelock for the rest of the run; the simulator on ns-3's "
+        "stack, which has those rules, lands at 0.87-1.12 of ns-3's five-seed mean, just "
+        "outside ns-3's own seed range. What sets off ns-3's timeouts more often is not "
+        "traced",
     ),
     Ns3Difference(
         lambda case: case.cc == "reno" and case.streams == 8 and case.rtt_ms > 100,
         "ns-3.37 recovers from the eight flows' slow-start overshoot at 163 ms by timeouts "
-        "(seven of eight Reno flows fall to the RTO) and one flow stalls, timing out every "
-        "363 ms to the end of the run",
+        "(seven of eight Reno flows fall to the RTO) and one flow stalls in the timeout "
+        "livelock, timing out every 363 ms to the end of the run; the simulator's flows on "
+        "ns-3's stack come through the overshoot without a timeout",
     ),
 )
+
+
+def seed_spread_difference(sim_mbps: float, seed_mbps: list[float] | None) -> str | None:
+    """A miss that lies inside ns-3's own spread over its seeds: its mean is not known to
+    the tolerance, so the miss says nothing of the model."""
+    if not seed_mbps or len(seed_mbps) < 2 or not min(seed_mbps) <= sim_mbps <= max(seed_mbps):
+        return None
+    return (
+        f"inside ns-3's own spread over its {len(seed_mbps)} seeds ({min(seed_mbps):g}-"
+        f"{max(seed_mbps):g} Mb/s): a rare event can rule a whole run (a lost retransmission "
+        "starts ns-3's timeout livelock: after a timeout that leaves one segment in flight "
+        "ns-3 leaves CA_LOSS crediting no segment, so cwnd stays at one, and the receiver's "
+        "200 ms delayed ACK loses the race with the 200 ms RTO, one timeout every RTT + "
+        "200 ms), so ns-3's mean is not known to 10 %"
+    )
 
 
 def ns3_engine_difference(case: ns3.Case) -> str | None:
@@ -263,12 +269,18 @@ def ns3_engine_difference(case: ns3.Case) -> str | None:
 
 
 NS3_LOSSY_SEEDS = 5
-"""longhaul-sim's side of a case with random loss is the mean over this many seeds (ns-3
-runs one): the loss pattern, not the model, is what one run's luck varies."""
+"""Both sides of a case with random loss are the mean over this many seeds: the loss
+pattern, not the model, is what one run's luck varies, and a rare event can rule a whole
+run (a lost retransmission that starts ns-3's timeout livelock)."""
 
 
-def ns3_sim_seeds(case: ns3.Case) -> int:
+def ns3_seeds(case: ns3.Case) -> int:
     return NS3_LOSSY_SEEDS if case.loss > 0 else 1
+
+
+def ns3_seeded(case: ns3.Case) -> list[ns3.Case]:
+    """The case's runs: one per seed, the first the case itself (seed 1)."""
+    return [dataclasses.replace(case, seed=seed) for seed in range(1, ns3_seeds(case) + 1)]
 
 
 def _bdp_bytes(case: ns3.Case) -> int:
@@ -328,7 +340,7 @@ LINUX_STACK = "linux"
 
 def _sim_goodputs_bps(cases: list[ns3.Case], stack: str, workers: int | None) -> list[float]:
     """longhaul-sim's goodput for each case on `stack`: the mean over its seeds."""
-    seeds = [ns3_sim_seeds(c) for c in cases]
+    seeds = [ns3_seeds(c) for c in cases]
     runs = iter(
         runner.run_many(
             [{**ns3_scenario(c, stack), "seed": seed} for c, n in zip(cases, seeds, strict=True)
@@ -386,7 +398,13 @@ def validate_ns3(
     cases = [case for _, case in grouped]
     ours = _sim_goodputs_bps(cases, NS3_STACK, workers)
     linux = _sim_goodputs_bps(cases, LINUX_STACK, workers)
-    answers = _ns3_answers(cases, workers, progress, rerun_ns3)
+    runs = [ns3_seeded(case) for case in cases]
+    flat = [run for seeded in runs for run in seeded]
+    flat_answers = _ns3_answers(flat, workers, progress, rerun_ns3)
+    answers, at = [], 0
+    for seeded in runs:
+        answers.append(_mean_answer([flat_answers[at + k] for k in range(len(seeded))]))
+        at += len(seeded)
     rows = []
     for index, case in enumerate(cases):
         theirs = answers[index]
@@ -398,7 +416,7 @@ def validate_ns3(
             "loss": case.loss,
             "queue_bdp": round(case.queue_bytes / _bdp_bytes(case), 2),
             "sim_mbps": round(ours[index] / 1e6, 2),
-            "sim_seeds": ns3_sim_seeds(case),
+            "seeds": ns3_seeds(case),
             "linux_sim_mbps": round(linux[index] / 1e6, 2),
             "ns3_from": theirs["from"],
         }
@@ -410,15 +428,21 @@ def validate_ns3(
                 {
                     "ns3_mbps": round(ns3_bps / 1e6, 2),
                     "ns3_wall_s": theirs["wall_s"],
+                    "ns3_seed_mbps": theirs.get("seed_goodputs_mbps"),
                     **_compared(ours[index], ns3_bps, ""),
                     **_compared(linux[index], ns3_bps, "linux_"),
                     "below_line_rate": ns3_bps < NS3_LINE_RATE_FRACTION * _payload_rate_bps(case),
                 }
             )
+            spread = theirs.get("seed_goodputs_mbps")
             if not row["within"]:
-                row["difference"] = ns3_engine_difference(case)
+                row["difference"] = seed_spread_difference(
+                    row["sim_mbps"], spread
+                ) or ns3_engine_difference(case)
             if not row["linux_within"]:
-                row["linux_difference"] = ns3_difference(case)
+                row["linux_difference"] = seed_spread_difference(
+                    row["linux_sim_mbps"], spread
+                ) or ns3_difference(case)
         rows.append(row)
     compared = [r for r in rows if r["within"] is not None]
     below = [r for r in compared if r["below_line_rate"]]
@@ -448,6 +472,20 @@ def validate_ns3(
                 1 for r in compared if r["linux_within"] is False and not r["linux_difference"]
             ),
         },
+    }
+
+
+def _mean_answer(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """ns-3's answer over a case's seeds: the mean goodput and the summed wall time, or
+    the first seed's error."""
+    failed = next((a for a in answers if "error" in a), None)
+    if failed is not None:
+        return failed
+    return {
+        "goodput_bps": statistics.fmean(float(a["goodput_bps"]) for a in answers),
+        "wall_s": round(sum(float(a["wall_s"]) for a in answers), 3),
+        "from": answers[0]["from"],
+        "seed_goodputs_mbps": [round(float(a["goodput_bps"]) / 1e6, 2) for a in answers],
     }
 
 
