@@ -14,6 +14,7 @@ use crate::cc::{TcpStack, Window};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
+use crate::transport::Transport;
 use longhaul_link::Loss;
 
 use crate::link::{CbrSource, DelayLine, Link, LinkConfig};
@@ -94,7 +95,7 @@ fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
                 start_ns: ns(r.start_ms),
                 handshake_ns: handshake_ns(r.sender.stack, r.flows[g].rtt_ms),
             };
-            Box::new(TcpSender::new(i as u32, config, cc)) as Endpoint
+            Endpoint::TcpSender(TcpSender::new(i as u32, config, cc))
         })
         .collect()
 }
@@ -110,7 +111,7 @@ fn receivers(r: &Resolved) -> Vec<Endpoint> {
                 auto_tuning: r.receiver.auto_tuning,
                 rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
             };
-            Box::new(TcpReceiver::new(i, config)) as Endpoint
+            Endpoint::TcpReceiver(TcpReceiver::new(i, config))
         })
         .collect()
 }

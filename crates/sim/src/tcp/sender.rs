@@ -170,6 +170,8 @@ pub struct TcpSender {
     /// Set while the connection is being set up: no data before it.
     connecting_until_ns: Option<u64>,
     last_timeout_ns: Option<u64>,
+    /// The controller's `grows_only_when_cwnd_limited`, asked once.
+    grows_only_when_cwnd_limited: bool,
     /// The peer's last timestamp, echoed in data (the receiver's RTT estimate).
     ts_recent_ns: u64,
     stats: SenderStats,
@@ -177,6 +179,7 @@ pub struct TcpSender {
 
 impl TcpSender {
     pub fn new(flow: u32, config: SenderConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let grows_only_when_cwnd_limited = cc.grows_only_when_cwnd_limited();
         Self {
             flow,
             config,
@@ -199,6 +202,7 @@ impl TcpSender {
             connecting_until_ns: (config.start_ns + config.handshake_ns > 0)
                 .then_some(config.start_ns + config.handshake_ns),
             last_timeout_ns: None,
+            grows_only_when_cwnd_limited,
             backoff: 0,
             rto_deadline_ns: None,
             ts_recent_ns: 0,
@@ -556,8 +560,7 @@ impl TcpSender {
             self.enter_recovery(now_ns);
         } else if acked > 0
             && !matches!(self.state, State::Recovery { .. })
-            && (!self.cc.grows_only_when_cwnd_limited()
-                || Self::cwnd_limited(pipe_before, cwnd_before))
+            && (!self.grows_only_when_cwnd_limited || Self::cwnd_limited(pipe_before, cwnd_before))
         {
             self.cc.on_ack(credited, rtt_ns, now_ns);
         }
