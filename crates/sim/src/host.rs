@@ -28,7 +28,7 @@ const NIC_TOKEN: u64 = u64::MAX;
 
 /// One end of a flow, indexed by its flow id: each [`Transport`] the simulator has, in
 /// an enum rather than a `Box<dyn Transport>` so the per-packet calls are static (a
-/// trait object cost 5 % of the simulator's speed). A new transport adds a variant.
+/// trait object cost 5-11 % of the simulator's speed). A new transport adds a variant.
 pub enum Endpoint {
     TcpSender(TcpSender),
     TcpReceiver(TcpReceiver),

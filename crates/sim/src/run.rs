@@ -446,8 +446,7 @@ fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> E
         .zip(last)
         .zip(sender.endpoints().iter().zip(receiver.endpoints()))
         .map(|((f, l), (s, r))| {
-            let (fast_recoveries, timeouts) = (s.report().fast_recoveries, s.report().timeouts);
-            let max_rcv_window_bytes = r.report().max_rcv_window_bytes;
+            let (s, r) = (s.report(), r.report());
             EndStream {
                 sender: sum(
                     0.0,
@@ -456,9 +455,9 @@ fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> E
                     Some(l.retransmits - f.retransmits),
                 ),
                 receiver: sum(0.0, duration_s, l.received - f.received, None),
-                fast_recoveries,
-                timeouts,
-                max_rcv_window_bytes,
+                fast_recoveries: s.fast_recoveries,
+                timeouts: s.timeouts,
+                max_rcv_window_bytes: r.max_rcv_window_bytes,
             }
         })
         .collect();

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from longhaul.sim import ns3, runner
 from longhaul.sim.validation.common import Progress
@@ -332,28 +332,24 @@ def ns3_scenario(case: ns3.Case, stack: str = "ns-3.37") -> dict[str, Any]:
     }
 
 
+T = TypeVar("T")
+
 NS3_STACK = "ns-3.37"
 """The stack the compared figures run: ns-3's own congestion controls, timers and
 connection set-up (`"stack": "ns-3.37"`), so a miss is the engines', not the variants'."""
 LINUX_STACK = "linux"
 
 
-def _sim_goodputs_bps(cases: list[ns3.Case], stack: str, workers: int | None) -> list[float]:
-    """longhaul-sim's goodput for each case on `stack`: the mean over its seeds."""
-    seeds = [ns3_seeds(c) for c in cases]
-    runs = iter(
-        runner.run_many(
-            [{**ns3_scenario(c, stack), "seed": seed} for c, n in zip(cases, seeds, strict=True)
-             for seed in range(1, n + 1)],
-            workers=workers,
-        )
-    )  # fmt: skip
-    return [
-        statistics.fmean(
-            float(next(runs)["end"]["sum_received"]["bits_per_second"]) for _ in range(n)
-        )
-        for n in seeds
-    ]
+def _sim_goodputs_bps(runs: list[ns3.Case], stack: str, workers: int | None) -> list[float]:
+    """longhaul-sim's goodput for each run (a case at one seed) on `stack`."""
+    results = runner.run_many([ns3_scenario(run, stack) for run in runs], workers=workers)
+    return [float(r["end"]["sum_received"]["bits_per_second"]) for r in results]
+
+
+def _by_case(seeded: list[list[ns3.Case]], values: list[T]) -> list[list[T]]:
+    """Per-run values, flattened in `seeded`'s order, back into one list per case."""
+    found = iter(values)
+    return [[next(found) for _ in runs] for runs in seeded]
 
 
 def _ns3_answers(
@@ -396,15 +392,19 @@ def validate_ns3(
     no answer for here or in the recorded answers, or on all of them with `rerun_ns3`."""
     grouped = ns3_grouped_cases()
     cases = [case for _, case in grouped]
-    ours = _sim_goodputs_bps(cases, NS3_STACK, workers)
-    linux = _sim_goodputs_bps(cases, LINUX_STACK, workers)
-    runs = [ns3_seeded(case) for case in cases]
-    flat = [run for seeded in runs for run in seeded]
+    seeded = [ns3_seeded(case) for case in cases]
+    flat = [run for runs in seeded for run in runs]
+    ours = [
+        statistics.fmean(v) for v in _by_case(seeded, _sim_goodputs_bps(flat, NS3_STACK, workers))
+    ]
+    linux = [
+        statistics.fmean(v) for v in _by_case(seeded, _sim_goodputs_bps(flat, LINUX_STACK, workers))
+    ]
     flat_answers = _ns3_answers(flat, workers, progress, rerun_ns3)
-    answers, at = [], 0
-    for seeded in runs:
-        answers.append(_mean_answer([flat_answers[at + k] for k in range(len(seeded))]))
-        at += len(seeded)
+    answers = [
+        _mean_answer(per_seed)
+        for per_seed in _by_case(seeded, [flat_answers[i] for i in range(len(flat))])
+    ]
     rows = []
     for index, case in enumerate(cases):
         theirs = answers[index]

@@ -4,7 +4,9 @@
 //! the segments in flight. a and b from RFC 3649's Appendix B table as ns-3's
 //! `TableLookupA` / `TableLookupB` hold it.
 
-use super::{AckedSegments, cwnd_segments, newreno_slow_start, reduce_to_bytes, set_cwnd_segments};
+use super::{
+    AckedSegments, cwnd_segments, newreno_slow_start_then, reduce_to_bytes, set_cwnd_segments,
+};
 use crate::cc::{CongestionControl, Window};
 
 /// Upper window (segments) of each row; past the last, the last row's values hold.
@@ -85,12 +87,9 @@ impl CongestionControl for HighSpeed {
         false
     }
     fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, _now_ns: u64) {
-        let mut segments = self.acked.take(acked_bytes, self.w.mss_bytes);
-        if self.w.in_slow_start() {
-            segments = newreno_slow_start(&mut self.w, segments);
-        }
-        if !self.w.in_slow_start() {
-            self.avoid(segments);
+        let segments = self.acked.take(acked_bytes, self.w.mss_bytes);
+        if let Some(left) = newreno_slow_start_then(&mut self.w, segments) {
+            self.avoid(left);
         }
     }
     fn on_congestion_event(&mut self, _now_ns: u64, in_flight_bytes: u64) {

@@ -7,7 +7,7 @@
 //! ssthresh = beta times the bytes in flight.
 
 use super::{
-    AckedSegments, Ns3Rtt, cwnd_bytes, newreno_slow_start, reduce_to_bytes, set_cwnd_bytes,
+    AckedSegments, Ns3Rtt, cwnd_bytes, newreno_slow_start_then, reduce_to_bytes, set_cwnd_bytes,
 };
 use crate::cc::{CongestionControl, NS_PER_S, RttSample, Window};
 
@@ -119,12 +119,9 @@ impl CongestionControl for Htcp {
         self.max_rtt_ns = self.max_rtt_ns.max(rtt_ns);
     }
     fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, _now_ns: u64) {
-        let mut segments = self.acked.take(acked_bytes, self.w.mss_bytes);
-        if self.w.in_slow_start() {
-            segments = newreno_slow_start(&mut self.w, segments);
-        }
-        if !self.w.in_slow_start() {
-            self.avoid(segments);
+        let segments = self.acked.take(acked_bytes, self.w.mss_bytes);
+        if let Some(left) = newreno_slow_start_then(&mut self.w, segments) {
+            self.avoid(left);
         }
     }
     /// `TcpHtcp::GetSsThresh`.

@@ -102,6 +102,18 @@ pub fn newreno_slow_start(w: &mut Window, segments_acked: u64) -> u64 {
     }
 }
 
+/// `TcpNewReno::IncreaseWindow`'s shape, which most variants keep: slow start while
+/// below ssthresh, then the acked segments left for the variant's congestion avoidance
+/// once cwnd has reached it (`None` while slow start goes on).
+pub fn newreno_slow_start_then(w: &mut Window, segments_acked: u64) -> Option<u64> {
+    let left = if w.in_slow_start() {
+        newreno_slow_start(w, segments_acked)
+    } else {
+        segments_acked
+    };
+    (!w.in_slow_start()).then_some(left)
+}
+
 /// `TcpNewReno::CongestionAvoidance`: max(1, MSS^2 / cwnd) bytes per ACK, however many
 /// segments it acknowledges: behind delayed ACKs half a segment per RTT.
 pub fn newreno_avoid(w: &mut Window, segments_acked: u64) {

@@ -4,7 +4,9 @@
 //! delayed ACKs against ns-3's 0.02); on a loss ssthresh = (1 - `MDFactor` = 0.125) of the
 //! segments in flight.
 
-use super::{AckedSegments, cwnd_segments, newreno_slow_start, reduce_to_bytes, set_cwnd_segments};
+use super::{
+    AckedSegments, cwnd_segments, newreno_slow_start_then, reduce_to_bytes, set_cwnd_segments,
+};
 use crate::cc::{CongestionControl, Window};
 
 /// `TcpScalable`'s `AIFactor` attribute default.
@@ -61,12 +63,9 @@ impl CongestionControl for Scalable {
         false
     }
     fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, _now_ns: u64) {
-        let mut segments = self.acked.take(acked_bytes, self.w.mss_bytes);
-        if self.w.in_slow_start() {
-            segments = newreno_slow_start(&mut self.w, segments);
-        }
-        if !self.w.in_slow_start() {
-            self.avoid(segments);
+        let segments = self.acked.take(acked_bytes, self.w.mss_bytes);
+        if let Some(left) = newreno_slow_start_then(&mut self.w, segments) {
+            self.avoid(left);
         }
     }
     fn on_congestion_event(&mut self, _now_ns: u64, in_flight_bytes: u64) {

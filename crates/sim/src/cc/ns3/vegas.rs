@@ -8,7 +8,7 @@
 
 use super::{
     AckedSegments, Ns3Rtt, cwnd_bytes, cwnd_segments, newreno_avoid, newreno_slow_start,
-    set_cwnd_segments, set_ssthresh_bytes, ssthresh_bytes,
+    newreno_slow_start_then, set_cwnd_segments, set_ssthresh_bytes, ssthresh_bytes,
 };
 use crate::cc::{CongestionControl, RttSample, Window};
 
@@ -56,12 +56,8 @@ impl Vegas {
     }
 
     fn newreno_increase(&mut self, segments: u64) {
-        let mut segments = segments;
-        if self.w.in_slow_start() {
-            segments = newreno_slow_start(&mut self.w, segments);
-        }
-        if !self.w.in_slow_start() {
-            newreno_avoid(&mut self.w, segments);
+        if let Some(left) = newreno_slow_start_then(&mut self.w, segments) {
+            newreno_avoid(&mut self.w, left);
         }
     }
 
