@@ -32,6 +32,19 @@ def test_a_loop_of_the_topology_becomes_its_circuit():
     assert scenario["host_preset"] == "usn-type-1"
 
 
+def test_buffer_ceilings_override_the_presets_and_a_kernel_brings_its_defaults():
+    circuit = loop_spec(usn(), 1400)
+    run = TcpRun(cc="bic", streams=1, duration_s=1, warmup_s=0, buffer_bytes=16 << 20)
+    resolved = runner.run_scenario(tcp_scenario(circuit, run))["scenario"]
+    for side in ("sender", "receiver"):
+        host = resolved[side]
+        assert host["kernel"] == "linux-2.6.18"  # usn-type-1's
+        assert host["snd_buf_max_bytes"] == host["rcv_buf_max_bytes"] == 16 << 20
+    stock = runner.run_scenario({**small(), "hosts": {"sender": {"kernel": "linux-6.x"}}})
+    assert stock["scenario"]["sender"]["rcv_buf_max_bytes"] == 6 << 20
+    assert stock["scenario"]["sender"]["initial_cwnd_segments"] == 10
+
+
 def test_a_run_reports_like_iperf3_and_conserves_bytes():
     report = runner.run_scenario(small())
     assert report["source"] == "simulated"

@@ -3,21 +3,31 @@
 //!
 //! # Hosts
 //!
-//! | name | NIC | bus ceiling | MTU | buffers |
-//! |---|---|---|---|---|
-//! | `usn-type-1` | 10GigE | 16 Gb/s (PCI-Express x8) | 9000 | auto-tuning, 4 MiB ceilings |
-//! | `usn-type-2` | 10GigE | 16 Gb/s (PCI-Express x8) | 9000 | auto-tuning, 4 MiB ceilings |
-//! | `usn-type-3` | 10GigE | 6.5 Gb/s (PCI-X) | 9000 | fixed 256 KiB, no auto-tuning |
-//! | `linux-2.6.18` | 10GigE | none | 1500 | auto-tuning, stock 4 MiB ceilings |
+//! A host with no preset takes its kernel's stock defaults ([`kernel_defaults`]); every
+//! value below cites where it comes from.
 //!
-//! Types I and II (Opteron and Xeon, both PCI-Express, Linux 2.6.18/2.6.23) differ only
-//! in CPU, which the model does not see. USN's 10GigE hosts ran jumbo frames (MTU 9000),
-//! chosen here; set `mtu_bytes` to 1500 to compare. The ceilings are 2.6.18's stock
-//! `tcp_rmem`/`tcp_wmem` maxima (4 MiB): the publications say only "auto-tuning on", and
-//! with them one stream stays under 1 Gb/s at 1,400 miles as published (16 MiB, the
-//! usual tuning of the era, gives 3.5 Gb/s there). The window is three quarters of the
-//! buffer (`tcp_adv_win_scale` = 2). All use delayed ACKs (40
-//! ms), a 200 ms minimum RTO, RFC 3390 initial windows and no initial ssthresh.
+//! | name | kernel | NIC | bus ceiling | MTU | buffers |
+//! |---|---|---|---|---|---|
+//! | `usn-type-1` | 2.6.18 | 10GigE (Myri-10G) | 16 Gb/s (PCI Express 1.x x8) | 9000 (assumed) | auto-tuning, 4 MiB ceilings |
+//! | `usn-type-2` | 2.6.18 | 10GigE (Myri-10G) | 16 Gb/s (PCI Express 1.x x8) | 9000 (assumed) | auto-tuning, 4 MiB ceilings |
+//! | `usn-type-3` | 2.6.18 | 10GigE | 8.53 Gb/s (PCI-X 133 MHz) | 9000 (assumed) | auto-tuning, 4 MiB ceilings |
+//! | `linux-2.6.18` | 2.6.18 | 10GigE | none | 1500 | auto-tuning, 4 MiB ceilings |
+//! | `linux-6.x` | 6.x | 10GigE | none | 1500 | auto-tuning, 4 MiB send / 6 MiB receive |
+//!
+//! The USN hosts of the TCP profiles: "quad-core dual-socket 2.0 GHz Opteron or dual-core
+//! dual-socket 2.6 GHz Xeon, PCI-Express, Myrinet 10GigE NIC, Linux 2.6.18/2.6.23,
+//! auto-tuning on" (Rao, Wu, Poole et al., the USN TCP-over-10GigE-WAN-PHY measurements,
+//! 2008). Types I and II differ only in CPU, which the model does not see; both run
+//! 2.6.18 here, the older of the two kernels named (2.6.23 is not modelled). Sources:
+//! - kernel defaults: [`kernel_defaults`];
+//! - the Myri-10G NIC (10G-PCIE-8A): 10 Gb/s Ethernet in a PCI Express x8 slot;
+//! - PCI Express 1.x x8: 8 lanes of 2.5 GT/s with 8b/10b coding, 16 Gb/s of data each way
+//!   (PCI Express Base Specification 1.1, section 4.2), before packet overheads;
+//! - PCI-X 133: 64 bits at 133 MHz, 8.53 Gb/s (PCI-X Addendum to the PCI Local Bus
+//!   Specification 1.0). The PCI-X host type is SYSTEM's "PCI-X vs PCI-Express" host
+//!   limit; no USN table gives its figures;
+//! - MTU 9000: an assumption, not in the published host description (jumbo frames were
+//!   the usual setting of 10GigE testbeds of the time); set `mtu_bytes` to 1500 to compare.
 //!
 //! # Connections
 //!
@@ -30,7 +40,7 @@
 
 use serde::Serialize;
 
-use crate::cc::TcpStack;
+use crate::cc::Kernel;
 use crate::scenario::{HostConfig, PathConfig};
 use longhaul_link::Loss;
 
@@ -111,35 +121,54 @@ pub fn path_presets() -> Vec<PathPreset> {
     out
 }
 
-/// Stock Linux 2.6.18 on a 10GigE NIC, no bus limit: the host when none is named.
-pub fn default_host() -> HostConfig {
+/// PCI Express 1.x x8: 8 lanes x 2.5 GT/s x 8/10 (PCI Express Base Specification 1.1, 4.2).
+pub const PCIE_1_X8_BPS: f64 = 16e9;
+/// PCI-X 133: 64 bits x 133.33 MHz (PCI-X Addendum to the PCI Local Bus Specification 1.0).
+pub const PCI_X_133_BPS: f64 = 64.0 * 133.33e6;
+pub const TEN_GIGE_BPS: f64 = 10e9;
+
+/// A stock host of `kernel` on a 10GigE NIC with no bus ceiling and MTU 1500: the host
+/// when none is named. Every Linux value is the kernel's own default:
+/// - socket-buffer ceilings (`tcp_wmem[2]`, `tcp_rmem[2]`): 2.6.18 `tcp_init` sets both
+///   to min(4 MiB, `tcp_mem[1]` / 128), 4 MiB on any host with a few hundred MiB of RAM
+///   (2.6.23's the same);
+///   6.x `tcp_init` 4 MiB for sending and 6 MiB for receiving;
+/// - auto-tuning on (`sysctl_tcp_moderate_rcvbuf` = 1 in both);
+/// - delayed ACKs of at least 40 ms (`TCP_DELACK_MIN` = HZ/25) and a 200 ms minimum RTO
+///   (`TCP_RTO_MIN` = HZ/5), `include/net/tcp.h` of both;
+/// - initial window: 2.6.18 `tcp_init_cwnd` gives 2, 3 or 4 segments by MSS (RFC 3390,
+///   the `None` here); 6.x 10 (`TCP_INIT_CWND`, RFC 6928).
+///
+/// ns-3.37's defaults are not modelled: its cases give every value.
+pub fn kernel_defaults(kernel: Kernel) -> HostConfig {
+    let (snd_buf_max_bytes, rcv_buf_max_bytes, initial_cwnd_segments) = match kernel {
+        Kernel::Linux2_6_18 | Kernel::Linux2_6_23 => (4 << 20, 4 << 20, None),
+        Kernel::Linux6 | Kernel::Ns3 => (4 << 20, 6 << 20, Some(10)),
+    };
     HostConfig {
-        nic_rate_bps: 10e9,
+        nic_rate_bps: TEN_GIGE_BPS,
         bus_rate_bps: None,
         mtu_bytes: 1500,
         auto_tuning: true,
-        snd_buf_max_bytes: 4 << 20,
-        rcv_buf_max_bytes: 4 << 20,
+        snd_buf_max_bytes,
+        rcv_buf_max_bytes,
         delayed_ack: true,
         delayed_ack_timeout_ms: 40.0,
         min_rto_ms: 200.0,
-        initial_cwnd_segments: None,
+        initial_cwnd_segments,
         initial_ssthresh_segments: None,
-        stack: TcpStack::Linux,
+        kernel,
     }
 }
 
 pub fn host_presets() -> Vec<HostPreset> {
     let pcie = HostConfig {
-        bus_rate_bps: Some(16e9),
+        bus_rate_bps: Some(PCIE_1_X8_BPS),
         mtu_bytes: 9000,
-        ..default_host()
+        ..kernel_defaults(Kernel::Linux2_6_18)
     };
     let pcix = HostConfig {
-        bus_rate_bps: Some(6.5e9),
-        auto_tuning: false,
-        snd_buf_max_bytes: 256 << 10,
-        rcv_buf_max_bytes: 256 << 10,
+        bus_rate_bps: Some(PCI_X_133_BPS),
         ..pcie.clone()
     };
     vec![
@@ -155,13 +184,18 @@ pub fn host_presets() -> Vec<HostPreset> {
         },
         HostPreset {
             name: "usn-type-3",
-            description: "USN type III: PCI-X bus (6.5 Gb/s), fixed 256 KiB buffers, no auto-tuning",
+            description: "a USN-era host on a PCI-X 133 bus (8.53 Gb/s), Linux 2.6.18, auto-tuning",
             host: pcix,
         },
         HostPreset {
             name: "linux-2.6.18",
             description: "stock Linux 2.6.18 defaults on a 10GigE NIC, MTU 1500",
-            host: default_host(),
+            host: kernel_defaults(Kernel::Linux2_6_18),
+        },
+        HostPreset {
+            name: "linux-6.x",
+            description: "stock Linux 6.x defaults on a 10GigE NIC, MTU 1500",
+            host: kernel_defaults(Kernel::Linux6),
         },
     ]
 }
@@ -201,10 +235,28 @@ mod tests {
     }
 
     #[test]
-    fn type_3_is_bus_limited_with_fixed_windows() {
+    fn the_usn_hosts_run_2_6_18_with_its_stock_ceilings_on_their_buses() {
         let h = host_preset("usn-type-3").unwrap();
-        assert_eq!(h.bus_rate_bps, Some(6.5e9));
-        assert!(!h.auto_tuning);
+        assert!((h.bus_rate_bps.unwrap() - 8.533e9).abs() < 1e6);
+        let pcie = host_preset("usn-type-1").unwrap();
+        assert_eq!(pcie.bus_rate_bps, Some(16e9));
+        for host in [h, pcie] {
+            assert_eq!(host.kernel, Kernel::Linux2_6_18);
+            assert!(host.auto_tuning);
+            assert_eq!(host.rcv_buf_max_bytes, 4 << 20);
+        }
         assert!(host_preset("nonesuch").is_none());
+    }
+
+    #[test]
+    fn a_kernel_brings_its_own_defaults() {
+        let old = kernel_defaults(Kernel::Linux2_6_18);
+        let new = kernel_defaults(Kernel::Linux6);
+        assert_eq!(
+            (old.rcv_buf_max_bytes, new.rcv_buf_max_bytes),
+            (4 << 20, 6 << 20)
+        );
+        assert_eq!(old.initial_cwnd(), 3.0); // MSS 1448: RFC 3390
+        assert_eq!(new.initial_cwnd(), 10.0);
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::cc::{TcpStack, Window};
+use crate::cc::{Kernel, Window};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
@@ -64,10 +64,10 @@ fn group_of_flows(r: &Resolved) -> Vec<usize> {
 /// `BulkSendApplication` connects when it starts, so its data follows the SYN / SYN-ACK
 /// round trip; with millisecond timestamps that phase decides the RTT samples ns-3's
 /// controllers see. Linux flows start connected, as iperf3 times them.
-fn handshake_ns(stack: TcpStack, rtt_ms: f64) -> u64 {
-    match stack {
-        TcpStack::Linux => 0,
-        TcpStack::Ns3 => ns(rtt_ms),
+fn handshake_ns(kernel: Kernel, rtt_ms: f64) -> u64 {
+    match kernel {
+        Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6 => 0,
+        Kernel::Ns3 => ns(rtt_ms),
     }
 }
 
@@ -83,7 +83,7 @@ fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
                     r.sender.initial_cwnd(),
                     r.sender.initial_ssthresh_segments.map(f64::from),
                 ),
-                r.sender.stack,
+                r.sender.kernel,
             );
             let config = SenderConfig {
                 mss_bytes: mss,
@@ -91,9 +91,9 @@ fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
                 min_rto_ns: ns(r.sender.min_rto_ms),
                 snd_buf_bytes: r.sender.snd_buf_max_bytes,
                 transfer_bytes: r.transfer_bytes,
-                stack: r.sender.stack,
+                kernel: r.sender.kernel,
                 start_ns: ns(r.start_ms),
-                handshake_ns: handshake_ns(r.sender.stack, r.flows[g].rtt_ms),
+                handshake_ns: handshake_ns(r.sender.kernel, r.flows[g].rtt_ms),
             };
             Endpoint::TcpSender(TcpSender::new(i as u32, config, cc))
         })

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cc::{CcKind, TcpStack};
+use crate::cc::{CcKind, Kernel};
 use crate::presets;
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use longhaul_link::Loss;
@@ -123,7 +123,7 @@ pub struct HostSpec {
     pub min_rto_ms: Option<f64>,
     pub initial_cwnd_segments: Option<u32>,
     pub initial_ssthresh_segments: Option<u32>,
-    pub stack: Option<TcpStack>,
+    pub kernel: Option<Kernel>,
 }
 
 /// The path, every value filled in.
@@ -161,7 +161,7 @@ pub struct HostConfig {
     pub initial_ssthresh_segments: Option<u32>,
     /// Whose congestion controls the host runs: Linux's (the model), or ns-3.37's to
     /// check the simulator against ns-3.
-    pub stack: TcpStack,
+    pub kernel: Kernel,
 }
 
 impl HostConfig {
@@ -363,7 +363,10 @@ fn resolve_host(
     preset: Option<&HostConfig>,
     spec: &HostSpec,
 ) -> Result<HostConfig, ScenarioError> {
-    let base = preset.cloned().unwrap_or_else(presets::default_host);
+    // Without a preset the kernel named (or the default) brings its stock values.
+    let base = preset
+        .cloned()
+        .unwrap_or_else(|| presets::kernel_defaults(spec.kernel.unwrap_or_default()));
     let h = HostConfig {
         nic_rate_bps: spec.nic_rate_bps.unwrap_or(base.nic_rate_bps),
         bus_rate_bps: spec.bus_rate_bps.or(base.bus_rate_bps),
@@ -380,7 +383,7 @@ fn resolve_host(
         initial_ssthresh_segments: spec
             .initial_ssthresh_segments
             .or(base.initial_ssthresh_segments),
-        stack: spec.stack.unwrap_or(base.stack),
+        kernel: spec.kernel.unwrap_or(base.kernel),
     };
     let f = |name: &str| format!("hosts.{side}.{name}");
     positive(&f("nic_rate_bps"), h.nic_rate_bps)?;

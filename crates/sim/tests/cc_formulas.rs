@@ -5,8 +5,7 @@
 #![allow(clippy::float_cmp)]
 
 use longhaul_sim::cc::{
-    CcKind, CongestionControl, Cubic, Htcp, RttSample, TcpStack, Vegas, Window, bic, highspeed,
-    htcp,
+    CcKind, CongestionControl, Cubic, Htcp, Kernel, RttSample, Vegas, Window, bic, highspeed, htcp,
 };
 
 const MSS: u32 = 1000;
@@ -14,7 +13,7 @@ const MS: u64 = 1_000_000;
 
 /// A controller in congestion avoidance at `cwnd` segments.
 fn avoiding(kind: CcKind, cwnd: f64) -> Box<dyn CongestionControl> {
-    kind.build(Window::new(MSS, cwnd, Some(cwnd)), TcpStack::Linux)
+    kind.build(Window::new(MSS, cwnd, Some(cwnd)), Kernel::Linux6)
 }
 
 /// One RTT of ACKs: a window's worth of segments, two per ACK, all stamped `now_ns`.
@@ -196,7 +195,7 @@ fn htcp_alpha_grows_with_time_since_congestion() {
     assert!((htcp::rtt_scale(100 * MS) - 1.0).abs() < 1e-12);
     assert!((htcp::alpha(3.0, 100 * MS, 0.5) - 22.0).abs() < 1e-12);
 
-    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)), Kernel::Linux6);
     cc.on_rtt(&RttSample::at(100 * MS, 0));
     cc.on_congestion_event(0, 0);
     assert_eq!(cc.beta(), 0.5, "the first loss uses beta_min");
@@ -217,7 +216,7 @@ fn htcp_alpha_grows_with_time_since_congestion() {
 
 #[test]
 fn htcp_beta_adapts_to_the_rtt_ratio() {
-    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)), Kernel::Linux6);
     cc.on_rtt(&RttSample::at(100 * MS, 0));
     cc.on_rtt(&RttSample::at(115 * MS, 0));
     cc.on_rtt(&RttSample::at(125 * MS, 0));
@@ -262,7 +261,7 @@ fn sample(rtt_ns: u64, ack: u64, snd_nxt: u64) -> RttSample {
 
 #[test]
 fn htcp_counts_delta_from_the_end_of_recovery_and_learns_rttmax_only_when_open() {
-    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)));
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)), Kernel::Linux6);
     cc.on_rtt(&RttSample::at(100 * MS, 0));
     cc.on_congestion_event(0, 0);
     // A recovery's RTTs (a queue draining) do not raise RTTmax.
@@ -309,4 +308,70 @@ fn vegas_holds_between_alpha_and_beta() {
         );
         assert_eq!(cc.base_rtt_ns(), base);
     }
+}
+
+/// ACKs every 10 ms from `from_ns` to `to_ns` at `segments_per_s`, RTTs alternating
+/// 100 and 125 ms, the sender open; returns the last ACK's sequence number.
+fn htcp_acks(cc: &mut Htcp, ack: u64, from_ns: u64, to_ns: u64, segments_per_s: u64) -> u64 {
+    let mut ack = ack;
+    for (k, now_ns) in (from_ns..to_ns).step_by(10 * MS as usize).enumerate() {
+        ack += segments_per_s / 100 * u64::from(MSS);
+        let rtt_ns = if k % 2 == 0 { 100 * MS } else { 125 * MS };
+        cc.on_rtt(&RttSample {
+            rtt_ns,
+            srtt_ns: rtt_ns,
+            now_ns,
+            open: true,
+            ack,
+            snd_nxt: ack + 1000 * u64::from(MSS),
+        });
+    }
+    ack
+}
+
+#[test]
+fn htcp_bandwidth_switch_drops_to_beta_min_when_throughput_moves_by_a_fifth() {
+    let mut cc = Htcp::new(Window::new(MSS, 1000.0, Some(1000.0)), Kernel::Linux6);
+    let ack = htcp_acks(&mut cc, 0, 0, 2_000 * MS, 10_000);
+    cc.on_congestion_event(2_000 * MS, 0);
+    assert_eq!(cc.beta(), 0.5, "the first loss");
+    // The same throughput again: the switch (which fired at the first loss, against no
+    // earlier throughput) turns the adaptive mode back on, and the next loss uses it.
+    let ack = htcp_acks(&mut cc, ack, 2_000 * MS, 4_000 * MS, 10_000);
+    cc.on_congestion_event(4_000 * MS, 0);
+    assert_eq!(cc.beta(), 0.5);
+    let ack = htcp_acks(&mut cc, ack, 4_000 * MS, 6_000 * MS, 10_000);
+    cc.on_congestion_event(6_000 * MS, 0);
+    assert!((cc.beta() - 102.0 / 128.0).abs() < 1e-9, "{}", cc.beta());
+    // Twice the throughput: the switch sets beta_min.
+    htcp_acks(&mut cc, ack, 6_000 * MS, 8_000 * MS, 20_000);
+    cc.on_congestion_event(8_000 * MS, 0);
+    assert_eq!(cc.beta(), 0.5);
+}
+
+#[test]
+fn the_2_6_18_bic_and_cubic_start_with_ssthresh_100_and_2_6_23_with_none() {
+    for kind in [CcKind::Bic, CcKind::Cubic] {
+        let old = kind.build(Window::new(MSS, 3.0, None), Kernel::Linux2_6_18);
+        assert!((old.window().ssthresh - 100.0).abs() < 1e-12);
+        let newer = kind.build(Window::new(MSS, 3.0, None), Kernel::Linux2_6_23);
+        assert!(newer.window().ssthresh.is_infinite());
+        // A host's own initial ssthresh wins.
+        let set = kind.build(Window::new(MSS, 3.0, Some(40.0)), Kernel::Linux2_6_18);
+        assert!((set.window().ssthresh - 40.0).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn the_2_6_18_highspeed_slow_starts_by_rfc_3742_above_100_segments() {
+    let mut old = CcKind::Highspeed.build(Window::new(MSS, 200.0, None), Kernel::Linux2_6_18);
+    let mut new = CcKind::Highspeed.build(Window::new(MSS, 200.0, None), Kernel::Linux6);
+    // 200 ACKs of two segments: K = 200 / 50 = 4 ACKs per segment at first.
+    for k in 0..200 {
+        old.on_ack(2 * u64::from(MSS), None, k);
+        new.on_ack(2 * u64::from(MSS), None, k);
+    }
+    let grown = old.window().cwnd - 200.0;
+    assert!((40.0..=50.0).contains(&grown), "{grown}");
+    assert!((new.window().cwnd - 600.0).abs() < 1e-9);
 }

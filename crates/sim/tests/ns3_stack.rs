@@ -3,13 +3,13 @@
 
 #![allow(clippy::float_cmp)]
 
-use longhaul_sim::cc::{CcKind, CongestionControl, RttSample, TcpStack, Window};
+use longhaul_sim::cc::{CcKind, CongestionControl, Kernel, RttSample, Window};
 
 const MSS: u32 = 1000;
 const MS: u64 = 1_000_000;
 
 fn ns3(kind: CcKind, cwnd: f64, ssthresh: f64) -> Box<dyn CongestionControl> {
-    kind.build(Window::new(MSS, cwnd, Some(ssthresh)), TcpStack::Ns3)
+    kind.build(Window::new(MSS, cwnd, Some(ssthresh)), Kernel::Ns3)
 }
 
 /// `acks` delayed ACKs of two segments each.
@@ -24,7 +24,7 @@ fn ns3_slow_start_adds_one_segment_per_ack_where_linux_counts_bytes() {
     let mut ns3_reno_derived = ns3(CcKind::Highspeed, 10.0, 1000.0);
     ack_pairs(ns3_reno_derived.as_mut(), 5, 0);
     assert_eq!(ns3_reno_derived.window().cwnd, 15.0);
-    let mut linux = CcKind::Highspeed.build(Window::new(MSS, 10.0, Some(1000.0)), TcpStack::Linux);
+    let mut linux = CcKind::Highspeed.build(Window::new(MSS, 10.0, Some(1000.0)), Kernel::Linux6);
     ack_pairs(linux.as_mut(), 5, 0);
     assert_eq!(linux.window().cwnd, 20.0);
 }
@@ -77,7 +77,7 @@ fn ns3_cubic_before_any_loss_grows_one_segment_per_cnt_clamp_acked() {
 fn every_ns3_controller_grows_whether_or_not_the_window_limits_the_sender() {
     for kind in CcKind::ALL {
         assert!(!ns3(kind, 10.0, 5.0).grows_only_when_cwnd_limited());
-        let linux = kind.build(Window::new(MSS, 10.0, None), TcpStack::Linux);
+        let linux = kind.build(Window::new(MSS, 10.0, None), Kernel::Linux6);
         assert!(linux.grows_only_when_cwnd_limited());
     }
 }

@@ -30,6 +30,11 @@ fn parse_errors_name_the_field() {
         e.starts_with("path.loss.burst: missing field `p_bad_to_good`"),
         "{e}"
     );
+    let e = error_of(r#"{"duration_s": 1, "hosts": {"sender": {"kernel": "linux-2.4"}}}"#);
+    assert!(
+        e.starts_with("hosts.sender.kernel: unknown variant `linux-2.4`, expected one of `linux-2.6.18`, `linux-2.6.23`, `linux-6.x`, `ns-3.37`"),
+        "{e}"
+    );
     let e = error_of(r#"{"interval_s": 1}"#);
     assert!(e.contains("missing field `duration_s`"), "{e}");
 }
@@ -79,7 +84,11 @@ fn presets_resolve_and_fields_override_them() {
         (r.path.rate_bps, r.path.rtt_ms, r.path.loss.random),
         (9.29e9, 163.0, 1e-6)
     );
-    assert_eq!(r.sender.bus_rate_bps, Some(6.5e9));
+    assert_eq!(
+        r.sender.bus_rate_bps,
+        Some(longhaul_sim::presets::PCI_X_133_BPS)
+    );
+    assert_eq!(r.sender.kernel, longhaul_sim::cc::Kernel::Linux2_6_18);
     assert!(r.sender.delayed_ack && !r.receiver.delayed_ack);
     assert_eq!(r.seed, 9);
 }

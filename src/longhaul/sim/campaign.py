@@ -56,6 +56,7 @@ def scenario(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str,
             duration_s=values["duration_s"],
             warmup_s=values["warmup_s"],
             host=values["host"],
+            buffer_bytes=values["buffer_bytes"],
             loss=random_loss(
                 circuit.length_miles, values["loss_per_packet"], values["loss_per_mile"]
             ),
@@ -87,6 +88,7 @@ def row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
         rtt_std_ms=result.rtt_std_ms,
         extra={
             "host": run.test.values["host"],
+            "buffer_bytes": run.test.values["buffer_bytes"],
             "loss_per_packet": run.test.values["loss_per_packet"],
             "loss_per_mile": run.test.values["loss_per_mile"],
             "realtime_factor": report["perf"]["realtime_factor"],

@@ -15,6 +15,7 @@ HOST_PRESET_MTU_BYTES = {
     "usn-type-2": 9000,
     "usn-type-3": 9000,
     "linux-2.6.18": 1500,
+    "linux-6.x": 1500,
 }
 """The host presets longhaul-sim knows (`longhaul-sim presets`) and their MTUs, which set
 what a run costs: the simulator's work is per packet."""
@@ -32,6 +33,8 @@ class TcpRun:
     duration_s: float
     warmup_s: float
     host: str = DEFAULT_HOST
+    buffer_bytes: int = 0
+    """Both hosts' socket-buffer ceilings (send and receive); 0 keeps the preset's."""
     loss: float = 0.0
     cross_traffic_gbps: float = 0.0
     seed: int = 1
@@ -53,7 +56,7 @@ def tcp_scenario(circuit: CircuitSpec, run: TcpRun) -> dict[str, Any]:
     }
     if run.cross_traffic_gbps > 0:
         path["cross_traffic_bps"] = run.cross_traffic_gbps * 1e9
-    return {
+    scenario: dict[str, Any] = {
         "duration_s": run.duration_s,
         "omit_s": run.warmup_s,
         "interval_s": 1.0,
@@ -63,3 +66,7 @@ def tcp_scenario(circuit: CircuitSpec, run: TcpRun) -> dict[str, Any]:
         "path": path,
         "host_preset": run.host,
     }
+    if run.buffer_bytes:
+        ceilings = {"snd_buf_max_bytes": run.buffer_bytes, "rcv_buf_max_bytes": run.buffer_bytes}
+        scenario["hosts"] = {"sender": ceilings, "receiver": dict(ceilings)}
+    return scenario

@@ -29,6 +29,8 @@ class SimTool:
     test = "tcp_throughput"
     params = (
         Param("host", str, DEFAULT_HOST, grid=False, choices=HOST_PRESETS),
+        # The hosts' socket-buffer ceilings (tcp_rmem/tcp_wmem maxima); 0: the preset's.
+        Param("buffer_bytes", int, 0, grid=False, low=0, high=1 << 31),
         Param("loss_per_packet", float, 0.0, grid=False, low=0, high=0.1),
         Param("loss_per_mile", float, 0.0, grid=False, low=0, high=1e-4),
     )

@@ -2,8 +2,15 @@
 //! decrease b(w) shrinks with the window, so that the response function is
 //! w = 0.12 / p^0.835 between (`Low_Window`, `Low_P`) and (`High_Window`, `High_P`).
 //! Computed from the RFC's formulas (Linux uses the RFC's Appendix B table of the same).
+//!
+//! Linux 2.6.18's `hstcp_cong_avoid` slow-starts by RFC 3742's limited slow start above
+//! `max_ssthresh` = 100 segments: one segment per K ACKs, K = cwnd / 50. 2.6.23 dropped it
+//! for the common `tcp_slow_start` (with `tcp_max_ssthresh` = 0: plain slow start).
 
-use super::{CongestionControl, Window};
+use super::{CongestionControl, Kernel, Window};
+
+/// 2.6.18 `tcp_highspeed.c`'s `max_ssthresh`, segments.
+pub const MAX_SSTHRESH_2_6_18: f64 = 100.0;
 
 pub const LOW_WINDOW: f64 = 38.0;
 pub const HIGH_WINDOW: f64 = 83_000.0;
@@ -43,11 +50,26 @@ pub fn increase(w: f64) -> f64 {
 
 pub struct HighSpeed {
     w: Window,
+    /// RFC 3742's `max_ssthresh`, if the kernel limits slow start.
+    max_ssthresh: Option<f64>,
 }
 
 impl HighSpeed {
-    pub fn new(w: Window) -> Self {
-        Self { w }
+    pub fn new(w: Window, kernel: Kernel) -> Self {
+        let max_ssthresh = (kernel == Kernel::Linux2_6_18).then_some(MAX_SSTHRESH_2_6_18);
+        Self { w, max_ssthresh }
+    }
+
+    /// RFC 3742 above `max_ssthresh`: 1/K segment per ACK, K = floor(cwnd / (max / 2)).
+    fn limited_slow_start(&mut self) -> bool {
+        match self.max_ssthresh {
+            Some(max) if self.w.in_slow_start() && self.w.cwnd > max => {
+                let k = (self.w.cwnd / (max / 2.0)).floor().max(1.0);
+                self.w.cwnd = (self.w.cwnd + 1.0 / k).min(self.w.ssthresh);
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -62,6 +84,9 @@ impl CongestionControl for HighSpeed {
         &mut self.w
     }
     fn on_ack(&mut self, acked_bytes: u64, _rtt_ns: Option<u64>, _now_ns: u64) {
+        if self.limited_slow_start() {
+            return;
+        }
         let ca = self.w.slow_start(self.w.segments(acked_bytes));
         if ca > 0.0 {
             // tcp_highspeed.c, hstcp_cong_avoid: snd_cwnd_cnt += a(w) per ACK, however
@@ -73,6 +98,9 @@ impl CongestionControl for HighSpeed {
     fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         let b = decrease(self.w.cwnd);
         self.w.reduce_to(1.0 - b);
+    }
+    fn rate_halving_floor(&self) -> f64 {
+        super::reno::reno_min_cwnd(&self.w)
     }
 }
 

@@ -1,5 +1,7 @@
 //! Reno / `NewReno` window rules (RFC 5681): +1 segment per window of data acked, halve on
-//! loss.
+//! loss (`tcp_reno_ssthresh`). Linux 2.6.18 counts ACKs, not segments
+//! (`tcp_reno_cong_avoid` with `tcp_abc` = 0: `snd_cwnd_cnt++` per ACK): half a segment
+//! per RTT behind delayed ACKs.
 
 use super::{CongestionControl, Window};
 
@@ -13,9 +15,9 @@ impl Reno {
     }
 }
 
-/// Congestion avoidance: +1 segment per cwnd segments acked.
+/// Congestion avoidance: +1 segment per cwnd segments (or ACKs, as the window counts) acked.
 pub fn reno_increase(w: &mut Window, acked: f64) {
-    w.cwnd += acked / w.cwnd;
+    w.cwnd += w.credit(acked) / w.cwnd;
 }
 
 impl CongestionControl for Reno {
@@ -38,4 +40,14 @@ impl CongestionControl for Reno {
     fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         self.w.reduce_to(0.5);
     }
+    fn rate_halving_floor(&self) -> f64 {
+        reno_min_cwnd(&self.w)
+    }
+}
+
+/// `tcp_reno_min_cwnd` (2.6.18 `net/ipv4/tcp_cong.c`): how far rate-halving may take the
+/// window below ssthresh, for Reno and the controllers that borrow it (`HighSpeed`,
+/// Scalable, Vegas); the others stop at ssthresh (`tcp_cwnd_min`).
+pub fn reno_min_cwnd(w: &Window) -> f64 {
+    (w.ssthresh / 2.0).floor()
 }

@@ -114,4 +114,7 @@ impl CongestionControl for Vegas {
     fn on_congestion_event(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         self.w.reduce_to(0.5);
     }
+    fn rate_halving_floor(&self) -> f64 {
+        super::reno::reno_min_cwnd(&self.w)
+    }
 }

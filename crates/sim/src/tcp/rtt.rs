@@ -1,10 +1,10 @@
 //! The retransmission timer's estimator (RFC 6298), with Linux's floor: the variance term
 //! is at least `min_rto_ns`, so RTO = SRTT + max(4 RTTVAR, min RTO) (`tcp_set_rto`,
-//! `tcp_rto_min`). ns-3 floors the whole timeout instead, RTO = max(SRTT + max(1 ms,
+//! `tcp_rto_min`; 2.6.18 `tcp_rtt_estimator` keeps the same floor on `mdev_max`). ns-3 floors the whole timeout instead, RTO = max(SRTT + max(1 ms,
 //! 4 RTTVAR), min RTO) (`TcpSocketBase::EstimateRtt`, RFC 6298 clause 2.4), 60 s at most:
 //! on a 26.8 ms path 200 ms where Linux waits 227 ms.
 
-use crate::cc::TcpStack;
+use crate::cc::Kernel;
 
 pub const INITIAL_RTO_NS: u64 = 1_000_000_000;
 pub const MAX_RTO_NS: u64 = 120_000_000_000;
@@ -20,16 +20,16 @@ pub struct RttEstimator {
     srtt_ns: Option<u64>,
     rttvar_ns: u64,
     min_rto_ns: u64,
-    stack: TcpStack,
+    kernel: Kernel,
 }
 
 impl RttEstimator {
-    pub fn new(min_rto_ns: u64, stack: TcpStack) -> Self {
+    pub fn new(min_rto_ns: u64, kernel: Kernel) -> Self {
         Self {
             srtt_ns: None,
             rttvar_ns: 0,
             min_rto_ns,
-            stack,
+            kernel,
         }
     }
 
@@ -52,13 +52,15 @@ impl RttEstimator {
 
     /// The timeout after `backoff` consecutive expiries.
     pub fn rto_ns(&self, backoff: u32) -> u64 {
-        let (base, max) = match (self.srtt_ns, self.stack) {
-            (None, TcpStack::Linux) => (INITIAL_RTO_NS, MAX_RTO_NS),
-            (None, TcpStack::Ns3) => (INITIAL_RTO_NS, NS3_MAX_RTO_NS),
-            (Some(srtt), TcpStack::Linux) => {
+        let (base, max) = match (self.srtt_ns, self.kernel) {
+            (None, Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6) => {
+                (INITIAL_RTO_NS, MAX_RTO_NS)
+            }
+            (None, Kernel::Ns3) => (INITIAL_RTO_NS, NS3_MAX_RTO_NS),
+            (Some(srtt), Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6) => {
                 (srtt + (4 * self.rttvar_ns).max(self.min_rto_ns), MAX_RTO_NS)
             }
-            (Some(srtt), TcpStack::Ns3) => {
+            (Some(srtt), Kernel::Ns3) => {
                 let variance = (4 * self.rttvar_ns).max(NS3_CLOCK_GRANULARITY_NS);
                 ((srtt + variance).max(self.min_rto_ns), NS3_MAX_RTO_NS)
             }
@@ -73,7 +75,7 @@ mod tests {
 
     #[test]
     fn follows_rfc_6298_with_the_linux_floor() {
-        let mut e = RttEstimator::new(200_000_000, TcpStack::Linux);
+        let mut e = RttEstimator::new(200_000_000, Kernel::Linux6);
         assert_eq!(e.rto_ns(0), INITIAL_RTO_NS);
         e.sample(100_000_000);
         // SRTT 100 ms, RTTVAR 50 ms: 100 + max(200, 200).
@@ -87,7 +89,7 @@ mod tests {
 
     #[test]
     fn ns3_floors_the_whole_timeout() {
-        let mut e = RttEstimator::new(200_000_000, TcpStack::Ns3);
+        let mut e = RttEstimator::new(200_000_000, Kernel::Ns3);
         e.sample(26_800_000);
         e.sample(26_800_000);
         assert_eq!(e.rto_ns(0), 200_000_000);

@@ -16,13 +16,16 @@
 //! retransmission alike: it is sent once more within the same recovery, and no RTO is
 //! needed even when the receiver's window allows no new data.
 //!
-//! In fast recovery the window comes down gradually, by proportional rate reduction
-//! (RFC 6937, Linux's `tcp_cwnd_reduction` since 3.2): while more than ssthresh is in
+//! In fast recovery the window comes down gradually. On Linux 6.x by proportional rate
+//! reduction (RFC 6937, `tcp_cwnd_reduction` since 3.2): while more than ssthresh is in
 //! flight the sender sends ssthresh / `prior_cwnd` of what is delivered, below it slow
 //! start back up to ssthresh (the slow-start reduction bound), and the window is
-//! ssthresh when recovery ends.
+//! ssthresh when recovery ends. On Linux 2.6.18 and 2.6.23 by rate-halving (`tcp_cwnd_down`, called
+//! on every ACK in recovery): one segment off the window per two ACKs down to the
+//! controller's floor, the window never above what is in flight plus one, and at the end
+//! at most ssthresh (`tcp_complete_cwr`).
 //!
-//! A sender on ns-3.37's stack (`TcpStack::Ns3`, to check the engine against ns-3 with
+//! A sender on ns-3.37's stack (`Kernel::Ns3`, to check the engine against ns-3 with
 //! the same rules) differs where `TcpSocketBase` does: no RACK, so a lost retransmission
 //! waits for the timeout; RTT samples only from data never retransmitted and sent since
 //! the last timeout (`EstimateRtt` reads `m_history`, which a timeout empties); leaving a
@@ -31,7 +34,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cc::{CongestionControl, RttSample, TcpStack};
+use crate::cc::{CongestionControl, Kernel, RttSample};
 use crate::packet::{Kind, Packet};
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use crate::tcp::ranges::RangeSet;
@@ -53,7 +56,7 @@ pub struct SenderConfig {
     pub transfer_bytes: Option<u64>,
     /// Whose timer and loss-state rules the sender follows (the congestion control is
     /// chosen apart, with the same stack).
-    pub stack: TcpStack,
+    pub kernel: Kernel,
     /// When the connection opens (its SYN leaves).
     pub start_ns: u64,
     /// How long the handshake takes before data may leave; zero for a connection that
@@ -133,6 +136,33 @@ impl Prr {
     }
 }
 
+/// Rate-halving's state through one fast recovery (2.6.18 `tcp_cwnd_down`), in segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RateHalving {
+    cwnd: u64,
+    /// `snd_cwnd_cnt`: the parity of the ACKs since the last decrement.
+    count: u64,
+    floor: u64,
+}
+
+impl RateHalving {
+    fn on_ack(&mut self, pipe_segments: u64) {
+        let decrement = self.count + 1;
+        self.count = decrement & 1;
+        if decrement >> 1 > 0 && self.cwnd > self.floor {
+            self.cwnd -= decrement >> 1;
+        }
+        self.cwnd = self.cwnd.min(pipe_segments + 1);
+    }
+}
+
+/// How the window comes down through a fast recovery, by kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reduction {
+    Proportional(Prr),
+    RateHalving(RateHalving),
+}
+
 /// A retransmitted segment that may still be in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Retransmission {
@@ -161,7 +191,7 @@ pub struct TcpSender {
     lost_retransmits: RangeSet,
     dupacks: u32,
     /// Set through a fast recovery: the window comes from it, not from the controller.
-    prr: Option<Prr>,
+    reduction: Option<Reduction>,
     /// Fast retransmit sends one segment whatever the window says.
     force_one: bool,
     rtt: RttEstimator,
@@ -196,9 +226,9 @@ impl TcpSender {
             latest_delivered: SentAt::default(),
             lost_retransmits: RangeSet::new(),
             dupacks: 0,
-            prr: None,
+            reduction: None,
             force_one: false,
-            rtt: RttEstimator::new(config.min_rto_ns, config.stack),
+            rtt: RttEstimator::new(config.min_rto_ns, config.kernel),
             connecting_until_ns: (config.start_ns + config.handshake_ns > 0)
                 .then_some(config.start_ns + config.handshake_ns),
             last_timeout_ns: None,
@@ -341,7 +371,11 @@ impl TcpSender {
             }
             self.open_connection();
         }
-        let cwnd = self.prr.map_or_else(|| self.cc.cwnd_bytes(), |p| p.cwnd);
+        let cwnd = match self.reduction {
+            None => self.cc.cwnd_bytes(),
+            Some(Reduction::Proportional(prr)) => prr.cwnd,
+            Some(Reduction::RateHalving(rh)) => rh.cwnd * self.mss(),
+        };
         if !self.force_one && self.pipe() >= cwnd {
             return None;
         }
@@ -357,7 +391,7 @@ impl TcpSender {
             pkt
         };
         self.force_one = false;
-        if let Some(prr) = &mut self.prr {
+        if let Some(Reduction::Proportional(prr)) = &mut self.reduction {
             prr.out += u64::from(pkt.len);
         }
         self.stats.bytes_sent += u64::from(pkt.len);
@@ -470,12 +504,20 @@ impl TcpSender {
     fn enter_recovery(&mut self, now_ns: u64) {
         let prior_cwnd = self.cc.cwnd_bytes();
         self.cc.on_congestion_event(now_ns, self.pipe());
-        self.prr = Some(Prr {
-            recover_fs: prior_cwnd,
-            ssthresh: self.cc.ssthresh_bytes(),
-            delivered: 0,
-            out: 0,
-            cwnd: self.pipe(),
+        self.reduction = Some(if self.config.kernel.is_linux_2_6() {
+            Reduction::RateHalving(RateHalving {
+                cwnd: prior_cwnd / self.mss(),
+                count: 0,
+                floor: self.cc.rate_halving_floor() as u64,
+            })
+        } else {
+            Reduction::Proportional(Prr {
+                recover_fs: prior_cwnd,
+                ssthresh: self.cc.ssthresh_bytes(),
+                delivered: 0,
+                out: 0,
+                cwnd: self.pipe(),
+            })
         });
         self.state = State::Recovery {
             point: self.snd_nxt,
@@ -491,9 +533,9 @@ impl TcpSender {
     /// (`TcpSocketBase::EstimateRtt`, `m_history`): none in recovery, none from what was
     /// sent before the last timeout.
     fn takes_rtt_sample(&self, pkt: &Packet) -> bool {
-        match self.config.stack {
-            TcpStack::Linux => true,
-            TcpStack::Ns3 => {
+        match self.config.kernel {
+            Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6 => true,
+            Kernel::Ns3 => {
                 self.state == State::Open
                     && self.last_timeout_ns.is_none_or(|at| pkt.ts_echo_ns > at)
             }
@@ -537,22 +579,29 @@ impl TcpSender {
         } else if pkt.ack == self.snd_una && self.snd_una < self.snd_nxt {
             self.dupacks += 1;
         }
-        if self.config.stack == TcpStack::Linux {
-            // ns-3.37 has no RACK: a lost retransmission waits for the timeout.
+        if self.config.kernel.is_linux() {
+            // ns-3.37 has no RACK: a lost retransmission waits for the timeout. 2.6.18
+            // finds a retransmission lost when a segment sent after it is SACKed
+            // (`tcp_sacktag_write_queue`, `lost_retrans`), as RACK does here.
             self.detect_lost_retransmits();
         }
         let mut credited = acked;
         if let State::Recovery { point } | State::Loss { point } = self.state
             && self.snd_una >= point
         {
-            if self.config.stack == TcpStack::Ns3 && matches!(self.state, State::Loss { .. }) {
+            if self.config.kernel == Kernel::Ns3 && matches!(self.state, State::Loss { .. }) {
                 // ns-3's ProcessAck leaving CA_LOSS passes only the segments past the
                 // recovery point to IncreaseWindow: none when the timeout left one segment
                 // in flight, so cwnd stays at one.
                 credited = self.snd_una - point;
             }
+            if let Some(Reduction::RateHalving(rh)) = self.reduction {
+                // tcp_complete_cwr: the window rate-halving left, at most ssthresh.
+                let w = self.cc.window_mut();
+                w.cwnd = (rh.cwnd as f64).min(w.ssthresh);
+            }
             self.state = State::Open;
-            self.prr = None;
+            self.reduction = None;
             self.cc.on_recovered(now_ns);
         }
         let loss_seen = self.lost_boundary() > self.snd_una || self.dupacks >= DUPTHRESH as u32;
@@ -564,13 +613,16 @@ impl TcpSender {
         {
             self.cc.on_ack(credited, rtt_ns, now_ns);
         }
-        // Including the ACK that began the recovery, as tcp_cwnd_reduction is.
-        if self.prr.is_some() {
+        // Including the ACK that began the recovery, as tcp_cwnd_reduction and
+        // tcp_cwnd_down are.
+        if self.reduction.is_some() {
             // RFC 6937's DeliveredData: the cumulative advance plus the change in SACKed.
             let delivered = (acked + newly_sacked).saturating_sub(sacked_passed);
             let (pipe, mss) = (self.pipe(), self.mss());
-            if let Some(prr) = &mut self.prr {
-                prr.on_ack(delivered, pipe, mss);
+            match &mut self.reduction {
+                Some(Reduction::Proportional(prr)) => prr.on_ack(delivered, pipe, mss),
+                Some(Reduction::RateHalving(rh)) => rh.on_ack(pipe.div_ceil(mss)),
+                None => {}
             }
         }
         if self.snd_una == self.snd_nxt {
@@ -597,7 +649,7 @@ impl TcpSender {
         // One reduction per loss event: a timeout in recovery has already been counted.
         let reduce = self.state == State::Open;
         self.cc.on_rto(now_ns, reduce, self.pipe());
-        self.prr = None;
+        self.reduction = None;
         self.state = State::Loss {
             point: self.snd_nxt,
         };
@@ -650,29 +702,29 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn sender(cwnd: f64) -> TcpSender {
-        sender_on(TcpStack::Linux, cwnd, 0, 0)
+        sender_on(Kernel::Linux6, cwnd, 0, 0)
     }
 
-    fn sender_on(stack: TcpStack, cwnd: f64, start_ns: u64, handshake_ns: u64) -> TcpSender {
+    fn sender_on(kernel: Kernel, cwnd: f64, start_ns: u64, handshake_ns: u64) -> TcpSender {
         let config = SenderConfig {
             mss_bytes: MSS as u32,
             frame_overhead_bytes: 0,
             min_rto_ns: 200_000_000,
             snd_buf_bytes: u64::MAX / 4,
             transfer_bytes: None,
-            stack,
+            kernel,
             start_ns,
             handshake_ns,
         };
-        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None), stack);
+        let cc = CcKind::Reno.build(Window::new(MSS as u32, cwnd, None), kernel);
         TcpSender::new(0, config, cc)
     }
 
     /// One segment out at `sent_ns`, a timeout, its retransmission acknowledged (with
     /// the original's timestamp echoed, as a receiver that held it for a delayed ACK
     /// does): the ns-3 timeout livelock's one turn. Returns the sender after it.
-    fn one_segment_timeout(stack: TcpStack) -> TcpSender {
-        let mut s = sender_on(stack, 1.0, 0, 0);
+    fn one_segment_timeout(kernel: Kernel) -> TcpSender {
+        let mut s = sender_on(kernel, 1.0, 0, 0);
         s.peer_right_edge = u64::MAX / 2;
         assert_eq!(drain(&mut s, 0).len(), 1);
         let rto = s.poll_timeout().unwrap();
@@ -687,7 +739,7 @@ mod tests {
 
     #[test]
     fn ns3_leaves_a_timeout_crediting_nothing_and_takes_no_sample_from_before_it() {
-        let ns3 = one_segment_timeout(TcpStack::Ns3);
+        let ns3 = one_segment_timeout(Kernel::Ns3);
         assert_eq!(ns3.state(), State::Open);
         assert_eq!(
             ns3.cc().cwnd_bytes(),
@@ -695,7 +747,7 @@ mod tests {
             "no segment past the recovery point"
         );
         assert_eq!(ns3.srtt_ns(), None, "the retransmission's ACK is no sample");
-        let linux = one_segment_timeout(TcpStack::Linux);
+        let linux = one_segment_timeout(Kernel::Linux6);
         assert_eq!(
             linux.cc().cwnd_bytes(),
             2 * MSS,
@@ -706,7 +758,7 @@ mod tests {
 
     #[test]
     fn no_data_leaves_before_the_handshake_ends_and_it_is_the_first_rtt_sample() {
-        let mut s = sender_on(TcpStack::Ns3, 10.0, 1_000, 26_800_000);
+        let mut s = sender_on(Kernel::Ns3, 10.0, 1_000, 26_800_000);
         s.peer_right_edge = u64::MAX / 2;
         assert!(drain(&mut s, 1_000).is_empty());
         assert_eq!(s.poll_timeout(), Some(26_801_000));
@@ -885,6 +937,58 @@ mod tests {
         assert_eq!(prr.cwnd, 5 * MSS);
         prr.on_ack(0, 5 * MSS, MSS);
         assert_eq!(prr.cwnd, 5 * MSS);
+    }
+
+    #[test]
+    fn rate_halving_takes_a_segment_off_per_two_acks_and_never_exceeds_pipe_plus_one() {
+        let mut rh = RateHalving {
+            cwnd: 100,
+            count: 0,
+            floor: 50,
+        };
+        // Every ACK in recovery, the one that began it first; pipe stays near the window.
+        let cwnds: Vec<u64> = (0..6)
+            .map(|_| {
+                rh.on_ack(99);
+                rh.cwnd
+            })
+            .collect();
+        assert_eq!(cwnds, [100, 99, 99, 98, 98, 97]);
+        rh.on_ack(40);
+        assert_eq!(rh.cwnd, 41);
+        // At the floor it stops, whatever the ACKs.
+        let mut low = RateHalving {
+            cwnd: 50,
+            count: 1,
+            floor: 50,
+        };
+        low.on_ack(1000);
+        assert_eq!(low.cwnd, 50);
+    }
+
+    #[test]
+    fn a_2_6_18_sender_leaves_recovery_at_most_at_ssthresh_by_rate_halving() {
+        let mut s = sender_on(Kernel::Linux2_6_18, 20.0, 0, 0);
+        let sent = drain(&mut s, 0);
+        assert_eq!(sent.len(), 20);
+        // The first segment is lost; the next 19 are SACKed one ACK each, and the sender
+        // sends what each ACK allows.
+        for k in 1..20 {
+            s.on_ack(1, &ack(0, &[(MSS, (k + 1) * MSS)]));
+            drain(&mut s, 1);
+        }
+        assert!(matches!(s.state(), State::Recovery { .. }));
+        let Some(Reduction::RateHalving(rh)) = s.reduction else {
+            panic!("2.6.18 recovers by rate-halving");
+        };
+        assert!(rh.cwnd < 20 && rh.cwnd >= 10, "{rh:?}");
+        drain(&mut s, 2);
+        let all = s.snd_nxt();
+        s.on_ack(3, &ack(all, &[]));
+        assert_eq!(s.state(), State::Open);
+        // At most ssthresh, and the exit ACK's own growth (under one segment).
+        let w = s.cc().window();
+        assert!(w.cwnd < w.ssthresh + 1.0, "{w:?}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 """The simulator against ns-3: shared cases (n bulk flows through one bottleneck) run by
 both. The compared figures run the simulator with ns-3.37's own congestion controls,
-timers and connection set-up (`"stack": "ns-3.37"`), so both sides run the same
+timers and connection set-up (`"kernel": "ns-3.37"`), so both sides run the same
 algorithms and a miss is a difference of the engines; each is explained by a traced
 difference or counted as unexplained. The same cases with the simulator's Linux stack
 (`linux_stack`) show how far ns-3's variants are from the kernel's.
@@ -304,7 +304,7 @@ def ns3_scenario(case: ns3.Case, stack: str = "ns-3.37") -> dict[str, Any]:
     leaves), and the congestion controls of `stack`."""
     buffer_bytes = case.window_bytes * 4 // 3
     host = {
-        "stack": stack,
+        "kernel": stack,
         "nic_rate_bps": 10e9,
         "mtu_bytes": case.mss_bytes + 52,
         "auto_tuning": False,
@@ -336,8 +336,8 @@ T = TypeVar("T")
 
 NS3_STACK = "ns-3.37"
 """The stack the compared figures run: ns-3's own congestion controls, timers and
-connection set-up (`"stack": "ns-3.37"`), so a miss is the engines', not the variants'."""
-LINUX_STACK = "linux"
+connection set-up (`"kernel": "ns-3.37"`), so a miss is the engines', not the variants'."""
+LINUX_STACK = "linux-6.x"
 
 
 def _sim_goodputs_bps(runs: list[ns3.Case], stack: str, workers: int | None) -> list[float]:
