@@ -24,6 +24,11 @@ pub struct ReceiverConfig {
     pub auto_tuning: bool,
     /// The receive buffer (its ceiling when auto-tuning).
     pub rcv_buf_bytes: u64,
+    /// In-order segments acknowledged at once when the connection starts, whatever the
+    /// delayed-ACK rule: ns-3 answers the first data segment so (`ProcessSynRcvd` sets
+    /// `m_delAckCount` to its maximum, "to speed up the connection"). Linux's quick-ACK
+    /// mode (`tcp_incr_quickack`) is not modelled: 0 there.
+    pub quick_acks: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,6 +48,7 @@ pub struct TcpReceiver {
     recent: [Range; MAX_SACK_BLOCKS],
     recent_count: usize,
     unacked_segments: u32,
+    quick_acks_left: u32,
     delack_deadline_ns: Option<u64>,
     ts_recent_ns: u64,
     /// `TSval` and end of the last segment that arrived: the ACK names it (RACK).
@@ -75,6 +81,7 @@ impl TcpReceiver {
             recent: [Range::default(); MAX_SACK_BLOCKS],
             recent_count: 0,
             unacked_segments: 0,
+            quick_acks_left: config.quick_acks,
             delack_deadline_ns: None,
             owed_ack: None,
             ts_recent_ns: 0,
@@ -214,7 +221,9 @@ impl TcpReceiver {
         self.ooo.remove_below(self.rcv_nxt);
         self.tune_window(now_ns, pkt.ts_echo_ns);
         self.unacked_segments += 1;
-        if filled_hole || !self.config.delayed_ack || self.unacked_segments >= 2 {
+        let quick = self.quick_acks_left > 0;
+        self.quick_acks_left = self.quick_acks_left.saturating_sub(1);
+        if filled_hole || quick || !self.config.delayed_ack || self.unacked_segments >= 2 {
             return Some(self.ack(now_ns));
         }
         if self.delack_deadline_ns.is_none() {
@@ -270,6 +279,10 @@ mod tests {
     use super::*;
 
     fn receiver(delayed_ack: bool) -> TcpReceiver {
+        receiver_with(delayed_ack, 0)
+    }
+
+    fn receiver_with(delayed_ack: bool, quick_acks: u32) -> TcpReceiver {
         TcpReceiver::new(
             0,
             ReceiverConfig {
@@ -279,8 +292,19 @@ mod tests {
                 delayed_ack_timeout_ns: 40_000_000,
                 auto_tuning: false,
                 rcv_buf_bytes: 1 << 20,
+                quick_acks,
             },
         )
+    }
+
+    #[test]
+    fn a_quick_ack_answers_the_first_segment_and_pairs_follow_after_it() {
+        let mut r = receiver_with(true, 1);
+        let acks: Vec<bool> = (0..5)
+            .map(|k| r.on_data(k, &seg(k * 1000)).is_some())
+            .collect();
+        // As ns-3 after ProcessSynRcvd: segment 1 alone, then (2, 3), (4, 5).
+        assert_eq!(acks, [true, false, true, false, true]);
     }
 
     fn seg(seq: u64) -> Packet {

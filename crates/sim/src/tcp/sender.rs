@@ -99,7 +99,9 @@ struct SentAt {
 }
 
 /// Proportional rate reduction's state through one fast recovery (RFC 6937 section 3),
-/// in bytes. Linux uses the window before the reduction as `RecoverFS` (`prior_cwnd`).
+/// in bytes. Linux uses the window before the reduction as `RecoverFS` (`prior_cwnd`);
+/// ns-3.37 the data outstanding as recovery begins (`TcpPrrRecovery::EnterRecovery` is
+/// given `UnAckDataCount`, `SACKed` data included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Prr {
     recover_fs: u64,
@@ -114,7 +116,10 @@ struct Prr {
 
 impl Prr {
     /// An ACK delivered `delivered` more bytes with `pipe` in flight: the new window.
-    fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64) {
+    /// Below ssthresh the slow-start reduction bound allows one segment more than was
+    /// delivered when `bound_bonus` (always on Linux; on ns-3 only when the ACK covered
+    /// retransmitted data, `m_isRetransDataAcked`).
+    fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64, bound_bonus: bool) {
         self.delivered += delivered;
         let sndcnt = if pipe > self.ssthresh {
             // Proportional: ceil(delivered * ssthresh / RecoverFS) - out.
@@ -123,7 +128,8 @@ impl Prr {
             due.saturating_sub(self.out)
         } else {
             // Slow-start reduction bound: at most what was delivered plus one segment.
-            let limit = (self.delivered.saturating_sub(self.out)).max(delivered) + mss;
+            let bonus = if bound_bonus { mss } else { 0 };
+            let limit = (self.delivered.saturating_sub(self.out)).max(delivered) + bonus;
             (self.ssthresh - pipe).min(limit)
         };
         // tcp_cwnd_reduction: the first ACK of a recovery may always send one segment.
@@ -512,7 +518,11 @@ impl TcpSender {
             })
         } else {
             Reduction::Proportional(Prr {
-                recover_fs: prior_cwnd,
+                recover_fs: if self.config.kernel == Kernel::Ns3 {
+                    self.snd_nxt - self.snd_una
+                } else {
+                    prior_cwnd
+                },
                 ssthresh: self.cc.ssthresh_bytes(),
                 delivered: 0,
                 out: 0,
@@ -557,6 +567,10 @@ impl TcpSender {
             end: pkt.delivered_end,
         });
         let acked = pkt.ack.saturating_sub(self.snd_una);
+        // The reduction bound's extra segment: ns-3 grants it only to an ACK of
+        // retransmitted data (below `high_rxt` every unSACKed byte was retransmitted).
+        let bound_bonus =
+            self.config.kernel != Kernel::Ns3 || (acked > 0 && self.snd_una < self.high_rxt);
         let mut rtt_ns = None;
         let mut sacked_passed = 0;
         if acked > 0 {
@@ -620,7 +634,9 @@ impl TcpSender {
             let delivered = (acked + newly_sacked).saturating_sub(sacked_passed);
             let (pipe, mss) = (self.pipe(), self.mss());
             match &mut self.reduction {
-                Some(Reduction::Proportional(prr)) => prr.on_ack(delivered, pipe, mss),
+                Some(Reduction::Proportional(prr)) => {
+                    prr.on_ack(delivered, pipe, mss, bound_bonus);
+                }
                 Some(Reduction::RateHalving(rh)) => rh.on_ack(pipe.div_ceil(mss)),
                 None => {}
             }
@@ -915,7 +931,7 @@ mod tests {
         let mut sent = Vec::new();
         let mut pipe = 9 * MSS;
         for _ in 0..6 {
-            prr.on_ack(MSS, pipe, MSS);
+            prr.on_ack(MSS, pipe, MSS, true);
             // The sender sends whole segments while pipe < cwnd.
             let sndcnt = (prr.cwnd - pipe).div_ceil(MSS) * MSS;
             prr.out += sndcnt;
@@ -927,16 +943,33 @@ mod tests {
         // Below ssthresh: back up to it, within what was delivered and not yet sent
         // (7 - 3 segments) plus one.
         pipe = 2 * MSS;
-        prr.on_ack(MSS, pipe, MSS);
+        prr.on_ack(MSS, pipe, MSS, true);
         assert_eq!(prr.cwnd, 5 * MSS);
         prr.out += 3 * MSS;
         // Then (8 delivered - 6 sent) + 1 segments may go, never past ssthresh.
-        prr.on_ack(MSS, 3 * MSS, MSS);
+        prr.on_ack(MSS, 3 * MSS, MSS, true);
         assert_eq!(prr.cwnd, 5 * MSS);
-        prr.on_ack(MSS, MSS, MSS);
+        prr.on_ack(MSS, MSS, MSS, true);
         assert_eq!(prr.cwnd, 5 * MSS);
-        prr.on_ack(0, 5 * MSS, MSS);
+        prr.on_ack(0, 5 * MSS, MSS, true);
         assert_eq!(prr.cwnd, 5 * MSS);
+    }
+
+    #[test]
+    fn ns3s_reduction_bound_adds_a_segment_only_for_retransmitted_data() {
+        let mut prr = Prr {
+            recover_fs: 10 * MSS,
+            ssthresh: 5 * MSS,
+            delivered: 0,
+            out: MSS,
+            cwnd: 0,
+        };
+        // Below ssthresh, one segment delivered: Linux may send two, ns-3 one unless the
+        // ACK covered a retransmission.
+        prr.on_ack(MSS, 2 * MSS, MSS, false);
+        assert_eq!(prr.cwnd, 3 * MSS);
+        prr.on_ack(MSS, 2 * MSS, MSS, true);
+        assert_eq!(prr.cwnd, 4 * MSS);
     }
 
     #[test]

@@ -21,6 +21,13 @@ from longhaul.sim import ns3, runner
 from longhaul.sim.validation.common import Progress
 
 NS3_RATE_BPS = 1_000_000_000
+NS3_ACCESS_RATE_BPS = 10e9
+"""The simulated sender's NIC. bulk.cc's sender reaches the bottleneck router over a
+100 Gb/s link; with a 100 Gb/s NIC the simulator came out further from ns-3 on the 49
+loss-free cases (mean |log ratio| 0.0135 against 0.0115 at 10 Gb/s, 73 against 74 of the
+84 cases within 10 %, 2026-11-25), for a reason not yet traced (the host's 64 KiB
+interface horizon and its refills are the suspects), so the NIC stays at 10 Gb/s, well
+above the 1 Gb/s bottleneck."""
 MSS_BYTES = 1448
 NS3_LINE_RATE_FRACTION = 0.9
 """A case runs below line rate when ns-3 delivers less than this share of the line's
@@ -226,8 +233,19 @@ NS3_ENGINE_DIFFERENCES = (
         "smoothed RTTs, so the sub-millisecond phase of each flow's start decides it. ns-3's "
         "one Vegas flow on the idle 26.8 ms line delivers 40.9, 69.1, 91.9, 70.0 and 71.2 "
         "Mb/s when it starts 0, 0.2, 0.4, 0.6 and 0.8 ms into the run; the simulator on "
-        "ns-3's stack 41.8, 66.8, 54.8, 74.4 and 320.3. The single flows agree at the "
-        "recorded phase; eight flows interleave their starts and do not",
+        "ns-3's stack 40.0, 51.7, 49.8, 64.9 and 65.3, the two agreeing cwnd for cwnd "
+        "until one round's RTT samples fall on either side of a millisecond (traced at "
+        "0.4 ms: identical to 0.75 s). Eight flows interleave their starts",
+    ),
+    Ns3Difference(
+        # Traced through ns-3's CongState and cwnd traces (seed 1, 2026-11-25).
+        lambda case: case.cc == "cubic" and case.streams == 1 and case.loss >= 1e-3,
+        "ns-3's seed 1 fell into the timeout livelock from 4.95 s on (0.44 Mb/s for the "
+        "run; its other four seeds 5.77-6.34 Mb/s): a lost retransmission ends in a "
+        "timeout with one segment in flight, ns-3 leaves CA_LOSS crediting no segment, and "
+        "the receiver's 200 ms delayed ACK loses the race with the 200 ms RTO. None of the "
+        "simulator's five seeds did (5.5-7.3 Mb/s); it reproduces the livelock on other "
+        "seeds (2 of 20), so the five-seed means differ by whether the rare event fell",
     ),
     Ns3Difference(
         lambda case: case.loss > 0 and case.streams == 8,
@@ -235,9 +253,11 @@ NS3_ENGINE_DIFFERENCES = (
         "of times (seed 1: reno 821, H-TCP 398, HighSpeed 313 and Scalable 443 timeouts at "
         "1e-3; CUBIC 275 at 1e-4) and a flow whose timeout leaves one segment in flight can "
         "stay in ns-3's timeout livelock for the rest of the run; the simulator on ns-3's "
-        "stack, which has those rules, lands at 0.87-1.12 of ns-3's five-seed mean, just "
-        "outside ns-3's own seed range. What sets off ns-3's timeouts more often is not "
-        "traced",
+        "stack, which has those rules, lands at 0.89-1.12 of ns-3's five-seed mean (16 of "
+        "21 such cases within 10 %). Whether a flow's overshoot ends in the livelock "
+        "depends on how many segments its last hole holds when the timer fires: with one "
+        "it leaves CA_LOSS at cwnd 1 and stays; with two it leaves at cwnd 2 and escapes, "
+        "as ns-3's one timed-out Reno flow of eight at 1e-4 (seed 1) did (traced)",
     ),
     Ns3Difference(
         lambda case: case.cc == "reno" and case.streams == 8 and case.rtt_ms > 100,
@@ -305,7 +325,7 @@ def ns3_scenario(case: ns3.Case, stack: str = "ns-3.37") -> dict[str, Any]:
     buffer_bytes = case.window_bytes * 4 // 3
     host = {
         "kernel": stack,
-        "nic_rate_bps": 10e9,
+        "nic_rate_bps": NS3_ACCESS_RATE_BPS,
         "mtu_bytes": case.mss_bytes + 52,
         "auto_tuning": False,
         "snd_buf_max_bytes": buffer_bytes,
