@@ -261,10 +261,14 @@ NS3_ENGINE_DIFFERENCES = (
     ),
     Ns3Difference(
         lambda case: case.cc == "reno" and case.streams == 8 and case.rtt_ms > 100,
-        "ns-3.37 recovers from the eight flows' slow-start overshoot at 163 ms by timeouts "
-        "(seven of eight Reno flows fall to the RTO) and one flow stalls in the timeout "
-        "livelock, timing out every 363 ms to the end of the run; the simulator's flows on "
-        "ns-3's stack come through the overshoot without a timeout",
+        "ill-conditioned: in slow start at 163 ms the queue adds about 37 ms, so a flow's "
+        "ACKs can pause for one round trip of just over 200 ms, the minimum RTO, and "
+        "whether the timer fires first is a race of microseconds. ns-3's first timeout "
+        "(flow 7, seed 1) fired at 1.559435 s, 200 ms after that flow's last ACK and 12 us "
+        "(one packet's serialization) before its next one; seven of eight ns-3 flows time "
+        "out and one then stays in the timeout livelock to the end of the run. The "
+        "simulator's flows on ns-3's stack time out once (flow 1 at 1.8855 s, as ns-3's "
+        "flow 1 does at the same instant) and that flow stays in the livelock",
     ),
 )
 
