@@ -117,8 +117,9 @@ struct Prr {
 impl Prr {
     /// An ACK delivered `delivered` more bytes with `pipe` in flight: the new window.
     /// Below ssthresh the slow-start reduction bound allows one segment more than was
-    /// delivered when `bound_bonus` (always on Linux; on ns-3 only when the ACK covered
-    /// retransmitted data, `m_isRetransDataAcked`).
+    /// delivered when `bound_bonus` (Linux 6.x: when `snd_una` advanced and nothing was
+    /// newly marked lost; ns-3: when the ACK covered retransmitted data,
+    /// `m_isRetransDataAcked`).
     fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64, bound_bonus: bool) {
         self.delivered += delivered;
         let sndcnt = if pipe > self.ssthresh {
@@ -289,6 +290,13 @@ impl TcpSender {
             _ => fack,
         };
         boundary.max(self.snd_una)
+    }
+
+    /// Whether unSACKed bytes above `before` (an earlier `lost_boundary`) are now taken as
+    /// lost: the ACK marked new losses (Linux's `newly_lost`).
+    fn marked_lost_since(&self, before: u64) -> bool {
+        let (from, to) = (before.max(self.snd_una), self.lost_boundary());
+        to > from && self.scoreboard.covered_in(from, to) < to - from
     }
 
     /// Bytes taken to be in the network (RFC 6675's pipe).
@@ -556,6 +564,7 @@ impl TcpSender {
     pub fn on_ack(&mut self, now_ns: u64, pkt: &Packet) {
         let pipe_before = self.pipe();
         let cwnd_before = self.cc.cwnd_bytes();
+        let lost_before = self.lost_boundary();
         self.peer_right_edge = self.peer_right_edge.max(pkt.ack + pkt.wnd_bytes);
         self.ts_recent_ns = pkt.ts_ns;
         if pkt.ack > self.snd_nxt {
@@ -567,10 +576,9 @@ impl TcpSender {
             end: pkt.delivered_end,
         });
         let acked = pkt.ack.saturating_sub(self.snd_una);
-        // The reduction bound's extra segment: ns-3 grants it only to an ACK of
-        // retransmitted data (below `high_rxt` every unSACKed byte was retransmitted).
-        let bound_bonus =
-            self.config.kernel != Kernel::Ns3 || (acked > 0 && self.snd_una < self.high_rxt);
+        // ns-3 grants the reduction bound's extra segment only to an ACK of retransmitted
+        // data (below `high_rxt` every unSACKed byte was retransmitted).
+        let retransmitted_acked = acked > 0 && self.snd_una < self.high_rxt;
         let mut rtt_ns = None;
         let mut sacked_passed = 0;
         if acked > 0 {
@@ -630,6 +638,13 @@ impl TcpSender {
         // Including the ACK that began the recovery, as tcp_cwnd_reduction and
         // tcp_cwnd_down are.
         if self.reduction.is_some() {
+            // Linux 6.x's tcp_cwnd_reduction grants the extra segment when snd_una advanced
+            // and the ACK marked nothing newly lost.
+            let bound_bonus = if self.config.kernel == Kernel::Ns3 {
+                retransmitted_acked
+            } else {
+                acked > 0 && !self.marked_lost_since(lost_before)
+            };
             // RFC 6937's DeliveredData: the cumulative advance plus the change in SACKed.
             let delivered = (acked + newly_sacked).saturating_sub(sacked_passed);
             let (pipe, mss) = (self.pipe(), self.mss());
@@ -970,6 +985,21 @@ mod tests {
         assert_eq!(prr.cwnd, 3 * MSS);
         prr.on_ack(MSS, 2 * MSS, MSS, true);
         assert_eq!(prr.cwnd, 4 * MSS);
+    }
+
+    #[test]
+    fn an_ack_whose_sack_passes_a_hole_by_three_segments_marks_it_newly_lost() {
+        let mut s = sender(10.0);
+        drain(&mut s, 0);
+        let before = s.lost_boundary();
+        s.on_ack(1, &ack(0, &[(MSS, 3 * MSS)]));
+        assert!(
+            !s.marked_lost_since(before),
+            "two segments above the hole: not yet"
+        );
+        let before = s.lost_boundary();
+        s.on_ack(2, &ack(0, &[(MSS, 4 * MSS)]));
+        assert!(s.marked_lost_since(before));
     }
 
     #[test]
