@@ -159,7 +159,7 @@ impl Htcp {
         self.kernel != Kernel::Linux2_6_18
             || (self.w.ssthresh.is_finite()
                 && self.min_rtt_ns > 0
-                && now_ns.saturating_sub(self.last_cong_ns) / self.min_rtt_ns > 3)
+                && self.rtts_since_congestion(now_ns) > 3)
     }
 
     pub fn beta(&self) -> f64 {

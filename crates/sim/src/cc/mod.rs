@@ -39,7 +39,7 @@ pub enum AckCounting {
     /// The segments it covers (Linux 6.x).
     #[default]
     Segments,
-    /// One, however many segments it covers (Linux 2.6.18 with `tcp_abc` = 0).
+    /// One, however many segments it covers (Linux 2.6.18 and 2.6.23: `tcp_abc` = 0).
     PerAck,
 }
 
