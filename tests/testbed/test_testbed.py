@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,14 @@ def test_random_loss_holds_its_rate(testbed):
     assert abs(lost - expected) <= 5 * sigma, (lost, expected)
     stats = next(s for s in testbed.status() if s.record.number == circuit.number).stats
     assert stats["a_to_b"]["lost_random_segments"] + stats["b_to_a"]["lost_random_segments"] > 0
+
+
+def test_a_circuits_loss_seed_reaches_its_emulator(testbed):
+    spec = replace(loop_spec(testbed.topology, 0.2), loss=0.001, loss_seed=7)
+    circuit = testbed.add_circuit(spec, owner="test")
+    assert circuit.loss_seed == 7
+    argv = Path(f"/proc/{circuit.pid}/cmdline").read_bytes().split(b"\0")
+    assert argv[argv.index(b"--seed") + 1] == b"7", argv
 
 
 def test_delay_changes_at_runtime_without_losing_what_is_in_flight(testbed):

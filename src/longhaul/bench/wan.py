@@ -57,6 +57,8 @@ class Case:
     cc: str = "cubic"
     streams: int = 1
     loss: float = 0.0
+    loss_seed: int = 1
+    """The emulator's loss seed: each seed is another pattern of losses."""
     cross_gbps: float = 0.0
     duration_s: float = 15.0
     omit_s: float = 5.0
@@ -64,8 +66,8 @@ class Case:
     repetitions: int = REPETITIONS
 
     @property
-    def circuit_key(self) -> tuple[float, float, float]:
-        return (self.rate_gbps, self.rtt_ms, self.loss)
+    def circuit_key(self) -> tuple[float, float, float, int]:
+        return (self.rate_gbps, self.rtt_ms, self.loss, self.loss_seed)
 
     def estimate_s(self) -> float:
         if self.test == "ping":
@@ -177,7 +179,7 @@ def _run(testbed: Testbed, cases: list[Case], progress: Progress | None) -> dict
     total = sum(c.estimate_s() for c in cases)
     done = 0.0
     results: list[dict[str, Any]] = []
-    by_circuit: dict[tuple[float, float, float], list[Case]] = {}
+    by_circuit: dict[tuple[float, float, float, int], list[Case]] = {}
     for case in cases:
         by_circuit.setdefault(case.circuit_key, []).append(case)
     for group in by_circuit.values():
@@ -218,6 +220,7 @@ def _circuit(testbed: Testbed, case: Case) -> Iterator[CircuitRecord]:
         # the testbed's own circuits (and about what a 1,000-packet HTB queue holds).
         queue_bytes=queue_floor_bytes(rate_bps, delay_ns),
         loss=case.loss,
+        loss_seed=case.loss_seed,
     )
     circuit = testbed.add_circuit(spec, owner="bench wan")
     try:

@@ -56,6 +56,7 @@ class Launch:
     log: Path
     queue_bytes: int | None = None
     loss: float = 0.0
+    loss_seed: int = 1
     layer: str = "ip"
     jitter: str | None = None
     parent_pid: int | None = None
@@ -71,7 +72,7 @@ class Launch:
         if self.queue_bytes is not None:
             args += ["--queue", str(self.queue_bytes)]
         if self.loss > 0:
-            args += ["--loss", repr(self.loss)]
+            args += ["--loss", repr(self.loss), "--seed", str(self.loss_seed)]
         if self.jitter:
             args += ["--jitter", self.jitter]
         if self.parent_pid is not None:

@@ -54,6 +54,8 @@ class CircuitRecord:
     """The line's layer (`ip` counts IP bytes; `oc192`, `wanphy`, ... frame them)."""
     jitter: str | None = None
     """Queueing jitter of a packet-switched core, `hops=N,mean=DURATION` (None: a circuit)."""
+    loss_seed: int = 1
+    """The seed of the emulator's loss decisions."""
 
     @property
     def rtt_ms(self) -> float:

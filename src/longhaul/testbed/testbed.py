@@ -353,6 +353,7 @@ class Testbed:
             links=list(spec.links),
             layer=spec.layer,
             jitter=spec.jitter,
+            loss_seed=spec.loss_seed,
         )
 
     def _launch(self, record: CircuitRecord) -> emulator.Launch:
@@ -367,6 +368,7 @@ class Testbed:
             log=Path(record.log),
             queue_bytes=record.queue_bytes,
             loss=record.loss,
+            loss_seed=record.loss_seed,
             layer=record.layer,
             jitter=record.jitter,
             parent_pid=None if self.persistent else os.getpid(),

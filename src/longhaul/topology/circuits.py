@@ -27,6 +27,9 @@ class CircuitSpec:
     queue_bytes: int | None = None
     """None: one bandwidth-delay product (the emulator's default)."""
     loss: float = 0.0
+    loss_seed: int = 1
+    """The seed of the emulator's loss decisions (`longhaul-wan run --seed`): circuits
+    with the same seed lose the same packets of the same traffic."""
     length_miles: float = 0.0
     links: tuple[str, ...] = ()
     layer: str = "ip"
