@@ -174,12 +174,12 @@ pub fn host_presets() -> Vec<HostPreset> {
     vec![
         HostPreset {
             name: "usn-type-1",
-            description: "USN type I: dual-socket quad-core Opteron, PCI-Express, 10GigE, auto-tuning",
+            description: "USN type I: quad-core Opteron, PCI Express x8, Myri-10G, Linux 2.6.18, auto-tuning",
             host: pcie.clone(),
         },
         HostPreset {
             name: "usn-type-2",
-            description: "USN type II: dual-socket dual-core Xeon, PCI-Express, 10GigE, auto-tuning",
+            description: "USN type II: dual-core Xeon, PCI Express x8, Myri-10G, Linux 2.6.18, auto-tuning",
             host: pcie,
         },
         HostPreset {
