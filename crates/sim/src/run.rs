@@ -65,10 +65,7 @@ fn group_of_flows(r: &Resolved) -> Vec<usize> {
 /// round trip; with millisecond timestamps that phase decides the RTT samples ns-3's
 /// controllers see. Linux flows start connected, as iperf3 times them.
 fn handshake_ns(kernel: Kernel, rtt_ms: f64) -> u64 {
-    match kernel {
-        Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6 => 0,
-        Kernel::Ns3 => ns(rtt_ms),
-    }
+    if kernel == Kernel::Ns3 { ns(rtt_ms) } else { 0 }
 }
 
 fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {

@@ -4,8 +4,8 @@
 //! as Reno's (one segment per RTT), which keeps small windows fair to Reno.
 //!
 //! `AI_CNT` = 100 and b = 1/8 (`TCP_SCALABLE_AI_CNT`, `TCP_SCALABLE_MD_SCALE` = 3) as in
-//! Linux 6.x, which counts acked segments (`tcp_cong_avoid_ai`). Linux 2.6.18 has
-//! `AI_CNT` = 50 counted per ACK (2.6.23 the same), one segment once the count exceeds min(cwnd, 50)
+//! Linux 6.x, which counts acked segments (`tcp_cong_avoid_ai`). Linux 2.6.18 and 2.6.23
+//! have `AI_CNT` = 50 counted per ACK, one segment once the count exceeds min(cwnd, 50)
 //! (`tcp_scalable_cong_avoid`): about 0.01 per segment behind delayed ACKs.
 
 use super::reno::reno_min_cwnd;
@@ -27,9 +27,10 @@ pub struct Scalable {
 
 impl Scalable {
     pub fn new(w: Window, kernel: Kernel) -> Self {
-        let (ai_cnt, extra) = match kernel {
-            Kernel::Linux2_6_18 | Kernel::Linux2_6_23 => (SCALABLE_AI_CNT_2_6_18, 1.0),
-            Kernel::Linux6 | Kernel::Ns3 => (SCALABLE_AI_CNT, 0.0),
+        let (ai_cnt, extra) = if kernel.is_linux_2_6() {
+            (SCALABLE_AI_CNT_2_6_18, 1.0)
+        } else {
+            (SCALABLE_AI_CNT, 0.0)
         };
         Self { w, ai_cnt, extra }
     }

@@ -1,8 +1,9 @@
 //! The retransmission timer's estimator (RFC 6298), with Linux's floor: the variance term
 //! is at least `min_rto_ns`, so RTO = SRTT + max(4 RTTVAR, min RTO) (`tcp_set_rto`,
-//! `tcp_rto_min`; 2.6.18 `tcp_rtt_estimator` keeps the same floor on `mdev_max`). ns-3 floors the whole timeout instead, RTO = max(SRTT + max(1 ms,
-//! 4 RTTVAR), min RTO) (`TcpSocketBase::EstimateRtt`, RFC 6298 clause 2.4), 60 s at most:
-//! on a 26.8 ms path 200 ms where Linux waits 227 ms.
+//! `tcp_rto_min`; 2.6.18 `tcp_rtt_estimator` keeps the same floor on `mdev_max`). ns-3
+//! floors the whole timeout instead, RTO = max(SRTT + max(1 ms, 4 RTTVAR), min RTO)
+//! (`TcpSocketBase::EstimateRtt`, RFC 6298 clause 2.4), 60 s at most: on a 26.8 ms path
+//! 200 ms where Linux waits 227 ms.
 
 use crate::cc::Kernel;
 
@@ -52,18 +53,15 @@ impl RttEstimator {
 
     /// The timeout after `backoff` consecutive expiries.
     pub fn rto_ns(&self, backoff: u32) -> u64 {
-        let (base, max) = match (self.srtt_ns, self.kernel) {
-            (None, Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6) => {
-                (INITIAL_RTO_NS, MAX_RTO_NS)
-            }
-            (None, Kernel::Ns3) => (INITIAL_RTO_NS, NS3_MAX_RTO_NS),
-            (Some(srtt), Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6) => {
-                (srtt + (4 * self.rttvar_ns).max(self.min_rto_ns), MAX_RTO_NS)
-            }
-            (Some(srtt), Kernel::Ns3) => {
+        let ns3 = self.kernel == Kernel::Ns3;
+        let (base, max) = match self.srtt_ns {
+            None if ns3 => (INITIAL_RTO_NS, NS3_MAX_RTO_NS),
+            None => (INITIAL_RTO_NS, MAX_RTO_NS),
+            Some(srtt) if ns3 => {
                 let variance = (4 * self.rttvar_ns).max(NS3_CLOCK_GRANULARITY_NS);
                 ((srtt + variance).max(self.min_rto_ns), NS3_MAX_RTO_NS)
             }
+            Some(srtt) => (srtt + (4 * self.rttvar_ns).max(self.min_rto_ns), MAX_RTO_NS),
         };
         base.saturating_mul(1u64 << backoff.min(20)).min(max)
     }

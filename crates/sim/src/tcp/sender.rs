@@ -20,10 +20,10 @@
 //! reduction (RFC 6937, `tcp_cwnd_reduction` since 3.2): while more than ssthresh is in
 //! flight the sender sends ssthresh / `prior_cwnd` of what is delivered, below it slow
 //! start back up to ssthresh (the slow-start reduction bound), and the window is
-//! ssthresh when recovery ends. On Linux 2.6.18 and 2.6.23 by rate-halving (`tcp_cwnd_down`, called
-//! on every ACK in recovery): one segment off the window per two ACKs down to the
-//! controller's floor, the window never above what is in flight plus one, and at the end
-//! at most ssthresh (`tcp_complete_cwr`).
+//! ssthresh when recovery ends. On Linux 2.6.18 and 2.6.23 by rate-halving
+//! (`tcp_cwnd_down`, called on every ACK in recovery): one segment off the window per two
+//! ACKs down to the controller's floor, the window never above what is in flight plus
+//! one, and at the end at most ssthresh (`tcp_complete_cwr`).
 //!
 //! A sender on ns-3.37's stack (`Kernel::Ns3`, to check the engine against ns-3 with
 //! the same rules) differs where `TcpSocketBase` does: no RACK, so a lost retransmission
@@ -551,13 +551,9 @@ impl TcpSender {
     /// (`TcpSocketBase::EstimateRtt`, `m_history`): none in recovery, none from what was
     /// sent before the last timeout.
     fn takes_rtt_sample(&self, pkt: &Packet) -> bool {
-        match self.config.kernel {
-            Kernel::Linux2_6_18 | Kernel::Linux2_6_23 | Kernel::Linux6 => true,
-            Kernel::Ns3 => {
-                self.state == State::Open
-                    && self.last_timeout_ns.is_none_or(|at| pkt.ts_echo_ns > at)
-            }
-        }
+        self.config.kernel.is_linux()
+            || (self.state == State::Open
+                && self.last_timeout_ns.is_none_or(|at| pkt.ts_echo_ns > at))
     }
 
     /// An acknowledgement arrives.

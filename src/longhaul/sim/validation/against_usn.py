@@ -31,7 +31,7 @@ class UsnModel:
     (a window of at most 3 MiB). Not fitted. The published single HTCP stream at 8,600
     miles (0.283 Gb/s, a 5.8 MB window at 163 ms) could not have run under those
     ceilings, so the USN hosts may have been tuned; with 16 MiB (the usual tuning of the
-    time) HTCP's T̄ at 8,600 miles rises from 0.76 to 1.05 Gb/s, but BIC's at 1,400 miles
+    time) HTCP's T̄ at 8,600 miles rises from 0.71 to 1.05 Gb/s, but BIC's at 1,400 miles
     overshoots by 29 % and its single stream there reaches 1.33 Gb/s against the
     published 0.78: the tables do not fit either ceiling everywhere."""
     loss_per_packet: float = 1e-5
