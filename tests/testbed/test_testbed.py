@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from longhaul.testbed import crosstraffic
+from longhaul.testbed import crosstraffic, emulator, watch
 from longhaul.testbed import netns as netns_module
 from longhaul.topology.circuits import loop_spec
 
@@ -190,3 +190,26 @@ def test_cross_traffic_from_a_third_host_holds_its_rate(testbed):
     stats = next(s for s in testbed.status() if s.record.number == circuit.number).stats
     carried = stats["a_to_b"]
     assert carried["rx_segments"] > 10 * carried["rx_frames"], "UDP GSO batches crossed whole"
+
+
+def test_a_run_starts_once_the_frames_before_it_have_left(testbed):
+    """`Watch.start` waits for a quiet circuit: a burst of UDP queued in the emulator is
+    gone before the run is timed."""
+    [circuit] = testbed.up([1400], rate_bps=100_000_000)
+    netns_module.run(
+        circuit.src_ns,
+        [str(emulator.binary()), "udp-send", "--to", f"{circuit.dst_addr}:9",
+         "--rate", "1g", "--duration", "20ms"],
+        timeout_s=10,
+    )  # fmt: skip
+
+    def held_bytes() -> int:
+        stats = emulator.request(Path(circuit.control), {"op": "stats"})
+        return max(stats[d]["in_flight_bytes"] for d in ("a_to_b", "b_to_a"))
+
+    assert held_bytes() > watch.QUIET_BYTES, "the burst is still in the emulator"
+    started = time.monotonic()
+    recorded = watch.Watch.start(circuit)
+    assert held_bytes() < watch.QUIET_BYTES
+    assert 2 * watch.SETTLE_POLL_S <= recorded.settled_s <= time.monotonic() - started
+    assert recorded.finish()["settled_s"] == round(recorded.settled_s, 3)
