@@ -408,7 +408,8 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     let core = Core::new([config.a_to_b, config.b_to_a], args.seed, now_ns())
         .map_err(|e| (1, format!("cannot map the frame arenas: {e}")))?;
     let spinners = (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true));
-    let mut device = TunDevice::new([a, b], control, stop);
+    let mut device = TunDevice::new([a, b], control, stop)
+        .map_err(|e| (1, format!("cannot watch the TUN devices (epoll): {e}")))?;
     if let Some(pid) = args.parent_pid {
         device
             .die_with(pid)

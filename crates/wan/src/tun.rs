@@ -2,6 +2,12 @@
 //! segmentation offloads that let 64 KB super-packets cross unchanged; and the engine's
 //! `Device` on two of them: the monotonic clock, waiting in `ppoll` for either device, the
 //! control socket, a signal or the parent's end.
+//!
+//! The engine looks without sleeping a few hundred thousand times a second while it
+//! polls towards a release. A `poll` over every descriptor took a quarter of its time at
+//! 9.6 Gb/s (each call visits every file); a look asks an epoll set of the two devices
+//! instead (one call that reads a ready list) and visits the control socket and the parent
+//! only once per `FULL_LOOK_NS`.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -13,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, ppoll};
 use nix::sched::{CloneFlags, setns};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::time::TimeSpec;
 use serde_json::Value;
 
@@ -177,16 +184,51 @@ pub struct TunDevice {
     /// Readable when the process that started the emulator has ended.
     parent: Option<OwnedFd>,
     stop: Arc<AtomicBool>,
+    /// The two devices, for looks (event data: the side).
+    devices: Epoll,
+    last_full_look_ns: u64,
 }
 
+/// Looks between two that also visit the control socket and the parent: a request or the
+/// parent's end is seen within this even while the engine never sleeps.
+const FULL_LOOK_NS: u64 = 1_000_000;
+
 impl TunDevice {
-    pub fn new(ends: [Tun; 2], control: Option<ControlServer>, stop: Arc<AtomicBool>) -> Self {
-        Self {
+    pub fn new(
+        ends: [Tun; 2],
+        control: Option<ControlServer>,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<Self> {
+        let devices = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        for (side, end) in ends.iter().enumerate() {
+            devices.add(end.fd(), EpollEvent::new(EpollFlags::EPOLLIN, side as u64))?;
+        }
+        Ok(Self {
             ends,
             control,
             parent: None,
             stop,
+            devices,
+            last_full_look_ns: 0,
+        })
+    }
+
+    /// Which devices have a frame, asking nothing else.
+    fn look_at_devices(&self) -> io::Result<Ready> {
+        let mut events = [EpollEvent::empty(); 2];
+        let found = match self.devices.wait(&mut events, EpollTimeout::ZERO) {
+            Ok(found) => found,
+            Err(nix::errno::Errno::EINTR) => 0,
+            Err(e) => return Err(io::Error::from(e)),
+        };
+        let mut ready = Ready {
+            stop: self.stop.load(Ordering::Relaxed),
+            ..Ready::default()
+        };
+        for event in &events[..found] {
+            ready.sides[event.data() as usize & 1] = true;
         }
+        Ok(ready)
     }
 
     /// Stop when process `pid` ends. It must be this process's parent now, so that an end
@@ -231,6 +273,13 @@ impl Device for TunDevice {
     /// Wait in `ppoll` on both devices, the control socket and the parent; a wait shorter
     /// than `MIN_SLEEP_NS`, or not `sleep`, only looks.
     fn wait(&mut self, until_ns: u64, sleep: bool) -> io::Result<Ready> {
+        let now = now_ns();
+        let wait_ns = until_ns.saturating_sub(now);
+        let looking = !sleep || wait_ns == 0;
+        if looking && now < self.last_full_look_ns + FULL_LOOK_NS {
+            return self.look_at_devices();
+        }
+        self.last_full_look_ns = now;
         let mut fds = vec![
             PollFd::new(self.ends[0].fd(), PollFlags::POLLIN),
             PollFd::new(self.ends[1].fd(), PollFlags::POLLIN),
@@ -249,8 +298,7 @@ impl Device for TunDevice {
                 fds.push(PollFd::new(fd, flags));
             }
         }
-        let wait_ns = until_ns.saturating_sub(now_ns());
-        let outcome = if !sleep || wait_ns == 0 {
+        let outcome = if looking {
             nix::poll::poll(&mut fds, PollTimeout::ZERO)
         } else {
             let timeout = TimeSpec::from_duration(std::time::Duration::from_nanos(wait_ns));
