@@ -21,7 +21,7 @@ pub use config::{DirectionConfig, Faults, MAX_FRAME_WIRE_BYTES};
 pub use cross::CrossTraffic;
 pub use direction::{
     Counters, Direction, DirectionStats, Fate, Offer, PACING_TOLERANCE_NS, Peaks, RATE_WINDOW_NS,
-    STALL_NS, Shape, Slot,
+    STALL_NS, Shape, Slot, kept_runs,
 };
 pub use health::{LATENESS_BUCKETS, Lateness, RateWindow};
 pub use jitter::Jitter;

@@ -2,7 +2,7 @@
 
 use longhaul_link::{
     CrossTraffic, Direction, DirectionConfig, Fate, Faults, Jitter, Layer, Loss, Offer,
-    PACING_TOLERANCE_NS, Shape,
+    PACING_TOLERANCE_NS, Shape, kept_runs,
 };
 
 const GBPS: u64 = 1_000_000_000;
@@ -129,6 +129,38 @@ fn a_full_queue_keeps_the_segments_of_a_super_packet_that_fit() {
     let c = l.counters();
     assert_eq!((c.split_frames, c.dropped_queue_segments), (1, 1));
     assert_eq!(run_out(&mut l).len(), 20);
+}
+
+#[test]
+fn kept_segments_that_are_neighbours_on_the_line_go_on_as_one_run() {
+    let mut config = DirectionConfig::new(GBPS, MS);
+    config.queue_bytes = Some(80_000 + 28_500);
+    let mut l: Direction<u32> = Direction::new(config, 1, 0);
+    assert!(send(&mut l, 0, 80_000, 0));
+    let Offer::Cut(parts) = l.offer(0, super_packet(20, 1500)) else {
+        panic!("cut")
+    };
+    let runs = kept_runs(&parts);
+    assert_eq!(runs.len(), 1);
+    let (first, slot) = runs[0];
+    assert_eq!((first, slot.segments()), (0, 19));
+    // Pushed as one frame, it leaves when its last segment would have.
+    let mut singles: Direction<u32> = Direction::new(l.config().clone(), 1, 0);
+    assert!(send(&mut singles, 0, 80_000, 0));
+    let Offer::Cut(single_parts) = singles.offer(0, super_packet(20, 1500)) else {
+        panic!("cut")
+    };
+    for slot in single_parts.into_iter().flatten() {
+        singles.push(slot, 1);
+    }
+    l.push(slot, 1);
+    let out = run_out(&mut l);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[1].0, run_out(&mut singles).last().unwrap().0);
+    // A segment lost in the middle parts the runs; runs keep their first index.
+    let lost = [Ok(slot), Err(Fate::Dropped), Ok(slot)];
+    let split: Vec<u32> = kept_runs(&lost).iter().map(|(first, _)| *first).collect();
+    assert_eq!(split, [0, 2]);
 }
 
 #[test]

@@ -106,7 +106,8 @@ fn run(
                     link.push(slot, id);
                 }
                 longhaul_link::Offer::Cut(parts) => {
-                    for slot in parts.into_iter().flatten() {
+                    // As the emulator pushes them: neighbouring kept segments as one run.
+                    for (_, slot) in longhaul_link::kept_runs(&parts) {
                         link.push(slot, id);
                     }
                 }

@@ -22,7 +22,7 @@
 
 use std::io;
 
-use longhaul_link::{Direction, DirectionConfig, Offer, Peaks, Shape};
+use longhaul_link::{Direction, DirectionConfig, Offer, Peaks, Shape, Slot, kept_runs};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -266,17 +266,30 @@ impl Core {
             Offer::Cut(parts) => {
                 let began = device.now_ns();
                 self.counters.cuts += 1;
-                let segments = packet::split(bytes).filter(|s| s.len() == parts.len());
-                // The segments take the whole frame's place.
+                // TCP segments that stay neighbours on the line go on as one frame.
+                let runs: Vec<(u32, Slot)> = if packet::is_tcp(bytes) {
+                    kept_runs(&parts)
+                } else {
+                    let kept = parts.iter().enumerate();
+                    kept.filter_map(|(k, part)| Some((k as u32, *part.as_ref().ok()?)))
+                        .collect()
+                };
+                let bounds: Vec<(usize, usize)> = runs
+                    .iter()
+                    .map(|(first, slot)| (*first as usize, slot.segments() as usize))
+                    .collect();
+                let pieces = (packet::shape(bytes).segments as usize == parts.len())
+                    .then(|| packet::split_runs(bytes, &bounds))
+                    .flatten();
+                // The pieces take the whole frame's place.
                 arena.discard(frame);
-                let Some(segments) = segments else {
+                let Some(pieces) = pieces else {
                     // Not one this can cut: the loss of one segment loses the frame.
                     link.abandon(&parts);
                     return;
                 };
-                for (segment, part) in segments.iter().zip(parts) {
-                    let Ok(slot) = part else { continue };
-                    match arena.copy_in(segment) {
+                for (piece, (_, slot)) in pieces.iter().zip(runs) {
+                    match arena.copy_in(piece) {
                         Some(kept) => {
                             let copies = link.push(slot, kept);
                             arena.add_releases(kept, copies as u32 - 1);

@@ -130,38 +130,106 @@ fn headers_len(ip: &[u8], hdr: &VnetHdr) -> Option<usize> {
 /// its sequence number or length, and a full checksum), as the kernel's GSO would.
 /// None when `frame` is not a super-packet this can cut; then it is treated whole.
 pub fn split(frame: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let hdr = VnetHdr::parse(frame)?;
-    if !hdr.is_gso() {
+    let count = Cuttable::of(frame)?.count;
+    split_runs(frame, &(0..count).map(|k| (k, 1)).collect::<Vec<_>>())
+}
+
+/// Cut a super-packet into `runs` (first segment, number of segments), a frame each: a
+/// run of one is a plain segment as `split` makes it; a longer run (TCP only) stays a
+/// super-packet of its own (IP length, ID and checksum, sequence number and flags as the
+/// first of its segments would have them, its checksum left to the receiver as the
+/// original's was), which the receiving kernel takes as GRO would have merged those
+/// segments. None when `frame` is not a super-packet this can cut, or a run is empty,
+/// reaches past its segments, or is a longer UDP run.
+pub fn split_runs(frame: &[u8], runs: &[(usize, usize)]) -> Option<Vec<Vec<u8>>> {
+    let cut = Cuttable::of(frame)?;
+    let fits =
+        |&(first, n): &(usize, usize)| n > 0 && first + n <= cut.count && (n == 1 || cut.tcp);
+    if !runs.iter().all(fits) {
         return None;
     }
-    let ip = &frame[VNET_HDR_LEN..];
-    let header_len = headers_len(ip, &hdr)?;
-    let l4 = usize::from(hdr.csum_start);
-    let version = ip.first()? >> 4;
-    let (tcp, v4) = match hdr.gso_type & !GSO_ECN {
-        GSO_TCPV4 => (true, true),
-        GSO_TCPV6 => (true, false),
-        GSO_UDP_L4 | GSO_UDP => (false, version == 4),
-        _ => return None,
+    let piece = |&(first, n): &(usize, usize)| {
+        if n == 1 {
+            cut.segment(frame, first)
+        } else {
+            cut.run(frame, first, n)
+        }
     };
-    if (v4 && (version != 4 || l4 < 20)) || (!v4 && (version != 6 || l4 < 40)) {
-        return None;
+    Some(runs.iter().map(piece).collect())
+}
+
+/// Whether `frame` is a TCP super-packet (whose cut segments may stay together in runs).
+pub fn is_tcp(frame: &[u8]) -> bool {
+    Cuttable::of(frame).is_some_and(|cut| cut.tcp)
+}
+
+/// A super-packet's layout, as cutting it needs.
+struct Cuttable {
+    hdr: VnetHdr,
+    header_len: usize,
+    l4: usize,
+    tcp: bool,
+    v4: bool,
+    mss: usize,
+    count: usize,
+    first_seq: Option<u32>,
+}
+
+impl Cuttable {
+    fn of(frame: &[u8]) -> Option<Self> {
+        let hdr = VnetHdr::parse(frame)?;
+        if !hdr.is_gso() {
+            return None;
+        }
+        let ip = &frame[VNET_HDR_LEN..];
+        let header_len = headers_len(ip, &hdr)?;
+        let l4 = usize::from(hdr.csum_start);
+        let version = ip.first()? >> 4;
+        let (tcp, v4) = match hdr.gso_type & !GSO_ECN {
+            GSO_TCPV4 => (true, true),
+            GSO_TCPV6 => (true, false),
+            GSO_UDP_L4 | GSO_UDP => (false, version == 4),
+            _ => return None,
+        };
+        if (v4 && (version != 4 || l4 < 20)) || (!v4 && (version != 6 || l4 < 40)) {
+            return None;
+        }
+        let mss = usize::from(hdr.gso_size);
+        let count = (ip.len() - header_len).div_ceil(mss);
+        let first_seq = tcp.then(|| u32::from_be_bytes(ip[l4 + 4..l4 + 8].try_into().unwrap()));
+        Some(Self {
+            hdr,
+            header_len,
+            l4,
+            tcp,
+            v4,
+            mss,
+            count,
+            first_seq,
+        })
     }
-    let payload = &ip[header_len..];
-    let mss = usize::from(hdr.gso_size);
-    let count = payload.len().div_ceil(mss);
-    let first_seq = tcp.then(|| u32::from_be_bytes(ip[l4 + 4..l4 + 8].try_into().unwrap()));
-    let mut out = Vec::with_capacity(count);
-    for (index, chunk) in payload.chunks(mss).enumerate() {
+
+    /// The payload of segments `first..first + n`.
+    fn payload<'a>(&self, frame: &'a [u8], first: usize, n: usize) -> &'a [u8] {
+        let payload = &frame[VNET_HDR_LEN + self.header_len..];
+        let end = ((first + n) * self.mss).min(payload.len());
+        &payload[first * self.mss..end]
+    }
+
+    /// A packet of the original's headers around `first..first + n`'s payload, with the
+    /// IP length and ID and the TCP sequence number and flags of its place: the body
+    /// (from the IP header on) of a frame whose virtio header is left zero.
+    fn packet(&self, frame: &[u8], first: usize, n: usize) -> Vec<u8> {
+        let ip = &frame[VNET_HDR_LEN..];
+        let chunk = self.payload(frame, first, n);
+        let (header_len, l4) = (self.header_len, self.l4);
         let total = header_len + chunk.len();
-        let mut seg = vec![0u8; VNET_HDR_LEN + total];
-        // The segment's checksum is complete, so the receiver has nothing to do.
-        VnetHdr::default().write(&mut seg);
-        let body = &mut seg[VNET_HDR_LEN..];
+        let mut out = vec![0u8; VNET_HDR_LEN + total];
+        let body = &mut out[VNET_HDR_LEN..];
         body[..header_len].copy_from_slice(&ip[..header_len]);
         body[header_len..].copy_from_slice(chunk);
-        if v4 {
-            let id = u16::from_be_bytes([body[4], body[5]]).wrapping_add(index as u16);
+        if self.v4 {
+            let id = u16::from_be_bytes([body[4], body[5]]).wrapping_add(first as u16);
             body[2..4].copy_from_slice(&(total as u16).to_be_bytes());
             body[4..6].copy_from_slice(&id.to_be_bytes());
             body[10..12].fill(0);
@@ -170,34 +238,62 @@ pub fn split(frame: &[u8]) -> Option<Vec<Vec<u8>>> {
         } else {
             body[4..6].copy_from_slice(&((total - 40) as u16).to_be_bytes());
         }
-        let checksum_at;
-        if let Some(seq) = first_seq {
-            let seq = seq.wrapping_add((index * mss) as u32);
+        if let Some(seq) = self.first_seq {
+            let seq = seq.wrapping_add((first * self.mss) as u32);
             body[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
-            if index > 0 {
+            if first > 0 {
                 body[l4 + 13] &= !TCP_CWR; // CWR only on the first segment
             }
-            if index + 1 < count {
+            if first + n < self.count {
                 body[l4 + 13] &= !(TCP_FIN | TCP_PSH); // FIN and PSH only on the last
             }
-            checksum_at = l4 + 16;
         } else {
             body[l4 + 4..l4 + 6].copy_from_slice(&((total - l4) as u16).to_be_bytes());
-            checksum_at = l4 + 6;
         }
-        body[checksum_at..checksum_at + 2].fill(0);
-        let proto = if tcp { PROTO_TCP } else { PROTO_UDP };
+        out
+    }
+
+    fn checksum_at(&self) -> usize {
+        self.l4 + if self.tcp { 16 } else { 6 }
+    }
+
+    /// Segment `index` as a plain packet with a full checksum.
+    fn segment(&self, frame: &[u8], index: usize) -> Vec<u8> {
+        let mut seg = self.packet(frame, index, 1);
+        // The segment's checksum is complete, so the receiver has nothing to do.
+        VnetHdr::default().write(&mut seg);
+        let body = &mut seg[VNET_HDR_LEN..];
+        let at = self.checksum_at();
+        body[at..at + 2].fill(0);
+        let proto = if self.tcp { PROTO_TCP } else { PROTO_UDP };
+        let l4_len = body.len() - self.l4;
         let mut sum = !fold(sum_words(
-            &body[l4..],
-            pseudo_header(body, v4, proto, total - l4),
+            &body[self.l4..],
+            pseudo_header(body, self.v4, proto, l4_len),
         ));
-        if !tcp && sum == 0 {
+        if !self.tcp && sum == 0 {
             sum = 0xffff; // UDP sends a computed zero as all ones
         }
-        body[checksum_at..checksum_at + 2].copy_from_slice(&sum.to_be_bytes());
-        out.push(seg);
+        body[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+        seg
     }
-    Some(out)
+
+    /// TCP segments `first..first + n` as one super-packet, its checksum left partial (the
+    /// pseudo-header's sum, as the kernel leaves it for offload).
+    fn run(&self, frame: &[u8], first: usize, n: usize) -> Vec<u8> {
+        let mut run = self.packet(frame, first, n);
+        let mut hdr = self.hdr;
+        if first > 0 {
+            hdr.gso_type &= !GSO_ECN; // its CWR went with the first segment
+        }
+        hdr.write(&mut run);
+        let body = &mut run[VNET_HDR_LEN..];
+        let at = self.checksum_at();
+        let l4_len = body.len() - self.l4;
+        let partial = fold(pseudo_header(body, self.v4, PROTO_TCP, l4_len));
+        body[at..at + 2].copy_from_slice(&partial.to_be_bytes());
+        run
+    }
 }
 
 /// Whether the frame's transport checksum must still be completed by the receiver.
@@ -393,6 +489,82 @@ pub(crate) mod tests {
             );
             assert!(transport_checksum_ok(seg));
         }
+    }
+
+    #[test]
+    fn a_run_of_segments_is_a_super_packet_where_its_first_segment_was() {
+        let frame = tcp4_super(1448, 10, 700, TCP_PSH | TCP_FIN | TCP_CWR);
+        let pieces = split_runs(&frame, &[(0, 3), (4, 1), (6, 4)]).unwrap();
+        assert_eq!(pieces.len(), 3);
+        let segments = split(&frame).unwrap();
+        // A single segment is the one `split` makes.
+        assert_eq!(pieces[1], segments[4]);
+        for (piece, first, n) in [(&pieces[0], 0, 3), (&pieces[2], 6, 4)] {
+            let hdr = VnetHdr::parse(piece).unwrap();
+            assert_eq!(hdr.gso_size, 1448);
+            assert_eq!(hdr.flags, F_NEEDS_CSUM);
+            let s = shape(piece);
+            assert_eq!(s.segments, n as u32);
+            let expected: u64 = segments[first..first + n]
+                .iter()
+                .map(|seg| (seg.len() - VNET_HDR_LEN) as u64)
+                .sum();
+            assert_eq!(s.ip_bytes, expected, "the wire bytes of its segments");
+            let body = &piece[VNET_HDR_LEN..];
+            let first_seg = &segments[first][VNET_HDR_LEN..];
+            assert_eq!(body[4..6], first_seg[4..6], "IP ID of its first segment");
+            assert_eq!(
+                body[24..28],
+                first_seg[24..28],
+                "sequence number of its first segment"
+            );
+            assert_eq!(
+                fold(sum_words(&body[..20], 0)),
+                0xffff,
+                "IPv4 header checksum"
+            );
+            assert_eq!(
+                usize::from(u16::from_be_bytes([body[2], body[3]])),
+                body.len()
+            );
+            let payload: Vec<u8> = segments[first..first + n]
+                .iter()
+                .flat_map(|seg| seg[VNET_HDR_LEN + 52..].to_vec())
+                .collect();
+            assert_eq!(&body[52..], &payload[..]);
+            // Left partial, as the kernel leaves it for offload: the pseudo-header's sum.
+            let partial = u16::from_be_bytes([body[36], body[37]]);
+            let l4_len = body.len() - 20;
+            assert_eq!(partial, fold(pseudo_header(body, true, PROTO_TCP, l4_len)));
+        }
+        let flags = |piece: &Vec<u8>| piece[VNET_HDR_LEN + 33];
+        assert_eq!(flags(&pieces[0]) & (TCP_CWR | TCP_PSH | TCP_FIN), TCP_CWR);
+        assert_eq!(
+            flags(&pieces[2]) & (TCP_CWR | TCP_PSH | TCP_FIN),
+            TCP_PSH | TCP_FIN
+        );
+        assert_eq!(VnetHdr::parse(&pieces[2]).unwrap().gso_type & GSO_ECN, 0);
+    }
+
+    #[test]
+    fn runs_that_do_not_fit_the_super_packet_are_refused() {
+        let frame = tcp4_super(1448, 5, 700, 0);
+        assert!(
+            split_runs(&frame, &[(3, 3)]).is_none(),
+            "past the last segment"
+        );
+        assert!(split_runs(&frame, &[(1, 0)]).is_none(), "empty");
+        assert!(
+            split_runs(&udp6_super(1200, 4, 33), &[(0, 2)]).is_none(),
+            "UDP stays single"
+        );
+        assert_eq!(
+            split_runs(&udp6_super(1200, 4, 33), &[(0, 1), (2, 1)])
+                .unwrap()
+                .len(),
+            2
+        );
+        assert!(is_tcp(&frame) && !is_tcp(&udp6_super(1200, 4, 33)));
     }
 
     #[test]

@@ -237,7 +237,7 @@ fn an_emulator_stopped_mid_flow_never_bursts() {
 }
 
 #[test]
-fn losses_inside_super_packets_reach_the_far_end_as_segments() {
+fn losses_inside_super_packets_cut_them_into_runs() {
     let mut config = DirectionConfig::new(10_000_000_000, MS);
     config.loss = Loss::random(0.01);
     let mut device = FakeDevice::new(200 * MS);
@@ -252,10 +252,46 @@ fn losses_inside_super_packets_reach_the_far_end_as_segments() {
     let lost = ab["lost_random_segments"].as_u64().unwrap();
     assert_eq!(delivered + lost, 500 * 44);
     assert!(ab["split_frames"].as_u64().unwrap() > 50, "{ab}");
-    // Whole frames and cut segments both arrived, each a frame of its own.
+    // A loss cuts a frame in two at most: the segments either side go on as runs.
     let out = &engine.device.outbox[1];
-    assert!(out.iter().any(|(_, b)| *b == 1500) && out.iter().any(|(_, b)| *b > 60_000));
+    assert_eq!(out.len() as u64, ab["tx_frames"].as_u64().unwrap());
+    assert!(
+        out.len() as u64 <= 500 + lost,
+        "{} frames for {lost} losses",
+        out.len()
+    );
+    assert!(
+        out.iter().any(|(_, b)| *b > 1500 && *b < 60_000),
+        "runs of several segments"
+    );
     assert_eq!(stats["memory"]["held_frames"], json!([0, 0]));
+}
+
+#[test]
+fn a_full_queue_keeps_the_part_of_each_super_packet_that_fits_as_one_frame() {
+    // A sender at twice the line rate into a queue of ten super-packets: from the time
+    // it is full, each arriving super-packet finds room for about half of itself.
+    let rate = 1_000_000_000u64;
+    let mut config = DirectionConfig::new(rate, MS);
+    config.queue_bytes = Some(10 * 66_000);
+    let mut device = FakeDevice::new(300 * MS);
+    let frame = tcp_super(44);
+    let gap = (frame.len() as u64 - 10 + 43 * 52) * 8 / 2; // ns: twice the rate
+    for k in 0..400u64 {
+        device.inbox[0].push_back((k * gap, frame.clone()));
+    }
+    let mut engine = engine(config, device);
+    engine.run().unwrap();
+    let stats = engine.core.stats(engine.device.now);
+    let ab = &stats["a_to_b"];
+    let dropped = ab["dropped_queue_segments"].as_u64().unwrap();
+    assert!(dropped > 100 * 44 / 2, "{ab}");
+    assert_eq!(ab["tx_segments"].as_u64().unwrap() + dropped, 400 * 44);
+    assert!(ab["tx_frames"].as_u64().unwrap() <= 400, "{ab}");
+    assert_eq!(
+        engine.device.outbox[1].len(),
+        ab["tx_frames"].as_u64().unwrap() as usize
+    );
 }
 
 fn rate_changes() -> impl Strategy<Value = Vec<(u64, u64, u64)>> {
