@@ -9,10 +9,11 @@ over any 1 ms (`max_1ms_rate_ratio`, against the configured rate), its memory
 honestly produce (`degraded_runs`, `measure.health`).
 
 The cases: idle pings on every loop length USN measured (0.28 to 653 ms); cubic with 1 and
-8 streams at 9.6 Gb/s over 163 ms and 650 ms; 8 streams with 1e-5 random loss; one stream
-beside 2 Gb/s of real UDP cross-traffic; and one stream through HTB rate limiting over a
-veth pair at the same rate with no delay, against the emulator with none, in the same
-run: a peer on this machine to set the figures against.
+8 streams at 9.6 Gb/s over 163 ms and over 653 ms (around the earth: the 650 ms target's
+case); 8 streams with 1e-5 random loss; one stream beside 2 Gb/s of real UDP
+cross-traffic; and one stream through HTB rate limiting over a veth pair at the same
+rate with no delay, against the emulator with none, in the same run: a peer on this
+machine to set the figures against.
 
 Utilization counts each packet's TCP/IP headers: goodput x 1500 / 1448, over the rate.
 """
@@ -84,8 +85,9 @@ def suite() -> list[Case]:
     cases = [Case(9.6, rtt, "ping") for rtt in LOOP_RTTS_MS]
     for streams in (1, 8):
         cases.append(Case(9.6, 163.0, "iperf3", streams=streams))
-        # A 650 ms path takes 10 s of slow start to fill: a longer warm-up and run.
-        cases.append(Case(9.6, 650.0, "iperf3", streams=streams, duration_s=20, omit_s=15))
+        # Around the earth on USN's 34,400-mile loop, the idle case's circuit. A 653 ms
+        # path takes 10 s of slow start to fill: a longer warm-up and run.
+        cases.append(Case(9.6, 653.0, "iperf3", streams=streams, duration_s=20, omit_s=15))
     cases.append(Case(9.6, 26.8, "iperf3", streams=8, loss=1e-5, duration_s=10, omit_s=3))
     cases.append(Case(9.6, 26.8, "iperf3", cross_gbps=2.0, duration_s=10, omit_s=3))
     cases.append(Case(9.6, 0.0, "peer", duration_s=8, omit_s=2))
@@ -182,7 +184,10 @@ def _run(testbed: Testbed, cases: list[Case], progress: Progress | None) -> dict
     by_circuit: dict[tuple[float, float, float, int], list[Case]] = {}
     for case in cases:
         by_circuit.setdefault(case.circuit_key, []).append(case)
-    for group in by_circuit.values():
+    # The smallest circuits first: a virtual machine hands the memory of a circuit taken
+    # down back to its host over the next seconds (2.9 GB of a 653 ms one in 12 s here),
+    # stopping its CPUs for up to 9 ms at a time meanwhile, which the next case would feel.
+    for group in sorted(by_circuit.values(), key=lambda g: g[0].rate_gbps * g[0].rtt_ms):
         with _circuit(testbed, group[0]) as circuit:
             for case in group:
                 for repetition in range(case.repetitions):
@@ -449,7 +454,7 @@ def _targets(cases: list[dict[str, Any]]) -> dict[str, Any]:
         found = [
             c["utilization_median"] for c in cases
             if c["test"] == "iperf3" and c["streams"] == 1 and c["rate_gbps"] == 9.6
-            and abs(c["rtt_ms"] - rtt) < 1 and not c["loss"] and not c["cross_traffic_gbps"]
+            and abs(c["rtt_ms"] - rtt) < 5 and not c["loss"] and not c["cross_traffic_gbps"]
         ]  # fmt: skip
         return found[0] if found else None
 

@@ -66,9 +66,10 @@ def settle(circuit: CircuitRecord, extra_s: float = 2.0) -> float:
     control = Path(circuit.control)
     started = time.monotonic()
     # With no queue given the emulator holds one bandwidth-delay product: a delay's worth.
-    queue_s = (
-        8 * circuit.queue_bytes / circuit.rate_bps if circuit.queue_bytes else circuit.delay_ns / 1e9
-    )
+    if circuit.queue_bytes:
+        queue_s = 8 * circuit.queue_bytes / circuit.rate_bps
+    else:
+        queue_s = circuit.delay_ns / 1e9
     drain_s = 3 * circuit.rtt_ms / 1e3 + queue_s
     quiet_polls = 0
     while quiet_polls < 2 and time.monotonic() - started < drain_s + extra_s:
