@@ -14,12 +14,16 @@
 //! time to carry it since the last one left: `V + tx - tolerance`, `V` the instant the last
 //! frame's last bit arrived. So no window of any length carries more than the rate allows
 //! plus `PACING_TOLERANCE_NS` of it: a late release (the emulator was busy) delays what
-//! follows and never hurries it. When the line falls behind its schedule by more than the
-//! tolerance (a late release, or frames bunched by a cut in delay or rate, or by jitter),
-//! the whole line is held back by that much: every frame in flight and queued is delayed
-//! with it, as if the line had stopped, and the senders see a queue that fills, not a
-//! burst. Internally the line keeps its own clock, `link = real - offset`; holding the line
-//! back is adding to `offset`.
+//! follows and never hurries it. Frames left behind their due (a late release, or frames
+//! bunched by a cut in delay or rate, or by jitter) leave back to back at the rate until
+//! the line is back on its schedule, and frames still on their way keep their times: the
+//! least delay a late release can cost, where holding the whole line back by the lateness
+//! (an earlier design) delayed every frame in flight by all of it for good. On a 163 ms
+//! loop in slow start that turned a few tens of microseconds of lateness per round into
+//! tens of milliseconds on every round trip after, and cubic's HyStart, which ends slow
+//! start when a round's least RTT grows by 16 ms, left it at a few percent of the line.
+//! How far behind its schedule the line fell, and why, is counted: lateness of the
+//! releaser (`late_held_ns`), bunching (`paced_held_ns`), falls of 1 ms or more (`stalls`).
 //!
 //! Times inside are picoseconds so rounding never drifts the rate.
 
@@ -180,12 +184,13 @@ pub struct Counters {
     pub queue_max_bytes: u64,
     /// How late releases came against the earliest instant each was allowed.
     pub lateness: Lateness,
-    /// Line time lost to late releases: the line was held back this long in all.
+    /// Line time lost to late releases: how far they put the line behind its schedule,
+    /// in all.
     pub late_held_ns: u64,
-    /// Line time frames were held to keep to the rate after arriving bunched (a cut in
-    /// delay or rate, jitter).
+    /// How far frames that arrived bunched (a cut in delay or rate, jitter) put the line
+    /// behind its schedule, in all: the time they were held to keep to the rate.
     pub paced_held_ns: u64,
-    /// Holds of the line of `STALL_NS` or more.
+    /// Falls behind the schedule of `STALL_NS` or more at once.
     pub stalls: u64,
 }
 
@@ -222,8 +227,9 @@ pub struct Direction<F> {
     rate_bps: u64,
     overhead_bytes: u64,
     queue_limit_bytes: u64,
-    /// real = link + offset (picoseconds).
-    offset_ps: u128,
+    /// How far behind its schedule the line has fallen, as last counted (picoseconds):
+    /// what a release leaves behind beyond this and the tolerance is newly counted.
+    counted_behind_ps: u128,
     /// When the line finishes serializing everything admitted (link clock).
     line_free_ps: u128,
     last_due_ps: u128,
@@ -257,7 +263,7 @@ impl<F: Clone> Direction<F> {
             hold_back_next: false,
             cross: config.cross.clone().map(|c| Arrivals::new(c, now_ps)),
             config,
-            offset_ps: 0,
+            counted_behind_ps: 0,
             line_free_ps: 0,
             last_due_ps: 0,
             pace_ps: 0,
@@ -306,11 +312,11 @@ impl<F: Clone> Direction<F> {
     }
 
     fn link_ps(&self, now_ns: u64) -> u128 {
-        (u128::from(now_ns) * PS_PER_NS).saturating_sub(self.offset_ps)
+        u128::from(now_ns) * PS_PER_NS
     }
 
     fn real_ns(&self, link_ps: u128) -> u64 {
-        let ps = link_ps + self.offset_ps;
+        let ps = link_ps;
         // Divided as u64 when it fits (always, for 200 days of uptime): a u128 division
         // by a constant is a library call.
         match u64::try_from(ps) {
@@ -538,15 +544,8 @@ impl<F: Clone> Direction<F> {
         let wire = front.slot.wire_bytes;
         let due = front.slot.due_ps;
         let finish = now.max(self.pace_ps + u128::from(front.slot.tx_ps));
-        let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
-        let behind = finish - due.min(finish);
-        let mut pace = finish;
-        if behind > tolerance {
-            let hold = behind - tolerance;
-            self.hold_line(now, hold, late_ps);
-            pace -= hold;
-        }
-        self.pace_ps = pace;
+        self.fell_behind(finish - due.min(finish), late_ps);
+        self.pace_ps = finish;
         let sent = self.line.pop_front().expect("looked at above");
         self.line_wire_bytes -= wire;
         let c = &mut self.counters;
@@ -564,33 +563,38 @@ impl<F: Clone> Direction<F> {
 
     /// The frame last released reached the far end only at `at_ns` (the machine held up
     /// its delivery after `release` said it could go): taken as that much later a
-    /// release, so the next frame is spaced from when this one really went, and the line
-    /// is held back by the difference. No window then carries more than the rate, as the
-    /// far end sees it too.
+    /// release, so the next frame is spaced from when this one really went. No window
+    /// then carries more than the rate, as the far end sees it too.
     pub fn landed(&mut self, at_ns: u64) {
         let at = self.link_ps(at_ns);
         if at <= self.pace_ps {
             return;
         }
         let extra = at - self.pace_ps;
-        self.hold_line(at, extra, extra);
+        self.pace_ps = at;
+        let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
+        self.fell_behind(self.counted_behind_ps + tolerance + extra, extra);
         if self.window.is_some() {
             self.peak_late_ns = self.peak_late_ns.max((extra / PS_PER_NS) as u64);
         }
     }
 
-    /// Hold the whole line back by `hold_ps` at `now` (link clock): everything in flight
-    /// and queued is delayed, and what is queued shows as queue. A line that was not
-    /// sending is free at once all the same. `late_ps` of it is the releaser's lateness.
-    fn hold_line(&mut self, now: u128, hold_ps: u128, late_ps: u128) {
-        if self.line_free_ps <= now {
-            self.line_free_ps = now - hold_ps.min(now);
+    /// A frame left `behind_ps` after it was due, `late_ps` of it the releaser's
+    /// lateness: count how much further behind its schedule the line fell, beyond the
+    /// tolerance, since it was last counted (as line time lost to lateness, or held to
+    /// keep to the rate), and follow it back as the line catches up.
+    fn fell_behind(&mut self, behind_ps: u128, late_ps: u128) {
+        let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
+        if behind_ps <= self.counted_behind_ps + tolerance {
+            self.counted_behind_ps = self.counted_behind_ps.min(behind_ps);
+            return;
         }
-        self.offset_ps += hold_ps;
-        let late = hold_ps.min(late_ps);
+        let fell = behind_ps - tolerance - self.counted_behind_ps;
+        self.counted_behind_ps = behind_ps - tolerance;
+        let late = fell.min(late_ps);
         self.counters.late_held_ns += (late / PS_PER_NS) as u64;
-        self.counters.paced_held_ns += ((hold_ps - late) / PS_PER_NS) as u64;
-        if hold_ps >= u128::from(STALL_NS) * PS_PER_NS {
+        self.counters.paced_held_ns += ((fell - late) / PS_PER_NS) as u64;
+        if fell >= u128::from(STALL_NS) * PS_PER_NS {
             self.counters.stalls += 1;
         }
     }

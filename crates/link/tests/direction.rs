@@ -228,26 +228,41 @@ fn a_late_release_delays_what_follows_and_never_hurries_it() {
 }
 
 #[test]
-fn a_stall_on_a_busy_link_shows_as_queue() {
+fn a_stall_delays_what_was_due_and_the_line_catches_up_in_its_next_gap() {
+    // Two bursts at the line rate, 10 ms each, 40 ms apart; the releaser wakes 5 ms late
+    // for the first frame.
     let mut l = link(GBPS, 50 * MS);
-    let mut t = 0;
-    while t <= 80 * MS {
-        send(&mut l, t, 1250, 0); // at the line rate, nothing released yet
-        t += 10_000;
+    let mut id = 0;
+    for start in [0, 50 * MS] {
+        for k in 0..1000 {
+            send(&mut l, start + k * 10_000, 1250, id);
+            id += 1;
+        }
     }
-    assert!(l.stats(80 * MS).queue_bytes <= 1250);
-    let due = l.next_release_ns().unwrap();
-    l.release(80 * MS).unwrap(); // 30 ms late
-    let s = l.stats(80 * MS);
-    assert_eq!(s.counters.stalls, 1);
-    // The line is now busy 30 ms further ahead: 3.75 MB queued at 1 Gb/s.
-    let held = 80 * MS - due - PACING_TOLERANCE_NS;
-    let expected = held * GBPS / 8 / 1_000_000_000;
+    let first_due = l.next_release_ns().unwrap();
+    let out = run_out_from(&mut l, first_due + 5 * MS);
+    for pair in out.windows(2) {
+        assert!(
+            pair[1].0 - pair[0].0 + PACING_TOLERANCE_NS >= 10_000,
+            "{pair:?}"
+        );
+    }
+    // The first burst left 5 ms late, back to back at the rate; the second, on time.
+    let due = |id: usize| first_due + (id as u64 % 1000) * 10_000 + (id as u64 / 1000) * 50 * MS;
     assert!(
-        (s.queue_bytes as i64 - expected as i64).abs() <= 2_500,
-        "{}",
-        s.queue_bytes
+        out[999].0 - due(999) >= 5 * MS - PACING_TOLERANCE_NS,
+        "{:?}",
+        out[999]
     );
+    assert!(
+        out[1000..].iter().all(|&(at, id)| at == due(id as usize)),
+        "on time"
+    );
+    let s = l.stats(out[999].0);
+    assert_eq!(s.queue_bytes, 0, "a stall is lateness, not queue");
+    assert_eq!(s.counters.stalls, 1);
+    assert_eq!(s.counters.late_held_ns, 5 * MS - PACING_TOLERANCE_NS);
+    assert_eq!(s.counters.paced_held_ns, 0);
 }
 
 #[test]

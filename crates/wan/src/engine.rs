@@ -56,6 +56,11 @@ const AWAKE_WINDOW_NS: u64 = 50_000_000;
 /// A write held up longer than this (beyond four times what writes take) is taken to have
 /// reached the far end late.
 const HELD_UP_NS: u64 = 50_000;
+/// Frames a late release left behind its schedule wait at the far end of the line, beyond
+/// the queue, until the line catches up: the arena has room for this long of the rate
+/// besides (a longer stall on a full line drops what does not fit, counted, and the run is
+/// marked degraded for its lateness anyway).
+const STALL_ROOM_NS: u64 = 20_000_000;
 /// A first guess at what one read or write costs, before any was timed.
 const FIRST_COST_NS: u64 = 5_000;
 
@@ -225,11 +230,14 @@ impl Core {
     }
 
     /// Bytes of arena a link needs: every frame it may hold, stored with its virtio header
-    /// (a quarter more than its wire bytes covers the smallest frames), and room to read
-    /// the largest frame twice over.
+    /// (a quarter more than its wire bytes covers the smallest frames), what a late
+    /// release leaves waiting at the far end of the line (`STALL_ROOM_NS` of the rate),
+    /// and room to read the largest frame twice over.
     fn arena_bytes(config: &DirectionConfig) -> usize {
         let bound = config.in_flight_bound_bytes() as usize;
-        bound + bound / 4 + 2 * FRAME_CAPACITY
+        let stalled =
+            u128::from(config.line_rate_bps()) * u128::from(STALL_ROOM_NS) / 8_000_000_000;
+        bound + bound / 4 + stalled as usize + 2 * FRAME_CAPACITY
     }
 
     fn arena_for(config: &DirectionConfig) -> io::Result<Arena> {
