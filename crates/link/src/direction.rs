@@ -20,7 +20,7 @@
 //! least delay a late release can cost, where holding the whole line back by the lateness
 //! (an earlier design) delayed every frame in flight by all of it for good. On a 163 ms
 //! loop in slow start that turned a few tens of microseconds of lateness per round into
-//! tens of milliseconds on every round trip after, and cubic's HyStart, which ends slow
+//! tens of milliseconds on every round trip after, and cubic's `HyStart`, which ends slow
 //! start when a round's least RTT grows by 16 ms, left it at a few percent of the line.
 //! How far behind its schedule the line fell, and why, is counted: lateness of the
 //! releaser (`late_held_ns`), bunching (`paced_held_ns`), falls of 1 ms or more (`stalls`).
@@ -311,20 +311,6 @@ impl<F: Clone> Direction<F> {
         self.line.front().map(|f| &f.frame)
     }
 
-    fn link_ps(&self, now_ns: u64) -> u128 {
-        u128::from(now_ns) * PS_PER_NS
-    }
-
-    fn real_ns(&self, link_ps: u128) -> u64 {
-        let ps = link_ps;
-        // Divided as u64 when it fits (always, for 200 days of uptime): a u128 division
-        // by a constant is a library call.
-        match u64::try_from(ps) {
-            Ok(ps) => ps.div_ceil(1_000),
-            Err(_) => ps.div_ceil(PS_PER_NS) as u64,
-        }
-    }
-
     fn transmission_ps(&self, wire_bytes: u64) -> u128 {
         // As u64 when it fits (any frame under 2 MB): a u128 division is a library call,
         // and this runs for every frame.
@@ -353,7 +339,7 @@ impl<F: Clone> Direction<F> {
     /// Take a frame of `shape` that arrived at `now_ns`: where it goes on the line, or why
     /// it does not.
     pub fn offer(&mut self, now_ns: u64, shape: Shape) -> Offer {
-        let now = self.link_ps(now_ns);
+        let now = link_ps(now_ns);
         self.advance_cross(now);
         let wire = self.wire_bytes(shape.ip_bytes, shape.segments);
         if now > self.line_free_ps && self.loss.model().burst.is_some() {
@@ -529,14 +515,14 @@ impl<F: Clone> Direction<F> {
     /// When the next frame may be released (None: nothing in flight).
     pub fn next_release_ns(&self) -> Option<u64> {
         let front = self.line.front()?;
-        Some(self.real_ns(self.allowed_ps(front)))
+        Some(real_ns(self.allowed_ps(front)))
     }
 
     /// The next frame, if it may be released at `now_ns`.
     pub fn release(&mut self, now_ns: u64) -> Option<F> {
         let front = self.line.front()?;
         let allowed = self.allowed_ps(front);
-        let now = self.link_ps(now_ns);
+        let now = link_ps(now_ns);
         if now < allowed {
             return None;
         }
@@ -566,7 +552,7 @@ impl<F: Clone> Direction<F> {
     /// release, so the next frame is spaced from when this one really went. No window
     /// then carries more than the rate, as the far end sees it too.
     pub fn landed(&mut self, at_ns: u64) {
-        let at = self.link_ps(at_ns);
+        let at = link_ps(at_ns);
         if at <= self.pace_ps {
             return;
         }
@@ -603,7 +589,7 @@ impl<F: Clone> Direction<F> {
     /// their times; queued ones (not yet begun) are serialized again at the new rate and
     /// framing and take the new delay; releases keep to the new rate at once.
     pub fn reconfigure(&mut self, now_ns: u64, config: DirectionConfig) {
-        let now = self.link_ps(now_ns);
+        let now = link_ps(now_ns);
         self.advance_cross(now);
         if config.loss != self.config.loss {
             self.loss.set_model(config.loss);
@@ -684,7 +670,7 @@ impl<F: Clone> Direction<F> {
     pub fn stats(&self, now_ns: u64) -> DirectionStats {
         DirectionStats {
             counters: self.counters.clone(),
-            queue_bytes: self.backlog_bytes(self.link_ps(now_ns)),
+            queue_bytes: self.backlog_bytes(link_ps(now_ns)),
             queue_limit_bytes: self.queue_limit_bytes,
             in_flight_frames: self.line.len(),
             in_flight_bytes: self.line_wire_bytes,
@@ -749,5 +735,20 @@ impl<F: Clone> Direction<F> {
             Offer::Refused(fate) => Err(fate),
             Offer::Cut(_) => unreachable!("a single segment is never cut"),
         }
+    }
+}
+
+/// An instant in nanoseconds as the line's picoseconds.
+fn link_ps(now_ns: u64) -> u128 {
+    u128::from(now_ns) * PS_PER_NS
+}
+
+/// The line's picoseconds as nanoseconds, rounded up (never early).
+fn real_ns(ps: u128) -> u64 {
+    // Divided as u64 when it fits (always, for 200 days of uptime): a u128 division by a
+    // constant is a library call.
+    match u64::try_from(ps) {
+        Ok(ps) => ps.div_ceil(1_000),
+        Err(_) => ps.div_ceil(PS_PER_NS) as u64,
     }
 }
