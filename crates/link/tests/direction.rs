@@ -2,7 +2,7 @@
 
 use longhaul_link::{
     CrossTraffic, Direction, DirectionConfig, Fate, Faults, Jitter, Layer, Loss, Offer,
-    PACING_TOLERANCE_NS, Shape, kept_runs,
+    PACING_TOLERANCE_NS, Shape, Slot, kept_runs,
 };
 
 const GBPS: u64 = 1_000_000_000;
@@ -110,8 +110,9 @@ fn the_queue_drops_at_the_tail_and_drains_at_the_rate() {
     assert_eq!((0..60).filter(|&k| send(&mut l, now, 1000, k)).count(), 50);
 }
 
-#[test]
-fn a_full_queue_keeps_the_segments_of_a_super_packet_that_fit() {
+/// A link whose queue has room for 19 of the 20 segments of the super-packet offered
+/// last: the link, and the parts `offer` gave.
+fn cut_by_a_full_queue() -> (Direction<u32>, Vec<Result<Slot, Fate>>) {
     let mut config = DirectionConfig::new(GBPS, MS);
     config.queue_bytes = Some(80_000 + 28_500);
     let mut l: Direction<u32> = Direction::new(config, 1, 0);
@@ -119,6 +120,12 @@ fn a_full_queue_keeps_the_segments_of_a_super_packet_that_fit() {
     let Offer::Cut(parts) = l.offer(0, super_packet(20, 1500)) else {
         panic!("cut")
     };
+    (l, parts)
+}
+
+#[test]
+fn a_full_queue_keeps_the_segments_of_a_super_packet_that_fit() {
+    let (mut l, parts) = cut_by_a_full_queue();
     assert_eq!(parts.iter().filter(|p| p.is_ok()).count(), 19);
     assert_eq!(parts[19], Err(Fate::Dropped));
     for (k, part) in parts.into_iter().enumerate() {
@@ -133,23 +140,13 @@ fn a_full_queue_keeps_the_segments_of_a_super_packet_that_fit() {
 
 #[test]
 fn kept_segments_that_are_neighbours_on_the_line_go_on_as_one_run() {
-    let mut config = DirectionConfig::new(GBPS, MS);
-    config.queue_bytes = Some(80_000 + 28_500);
-    let mut l: Direction<u32> = Direction::new(config, 1, 0);
-    assert!(send(&mut l, 0, 80_000, 0));
-    let Offer::Cut(parts) = l.offer(0, super_packet(20, 1500)) else {
-        panic!("cut")
-    };
+    let (mut l, parts) = cut_by_a_full_queue();
     let runs = kept_runs(&parts);
     assert_eq!(runs.len(), 1);
     let (first, slot) = runs[0];
     assert_eq!((first, slot.segments()), (0, 19));
     // Pushed as one frame, it leaves when its last segment would have.
-    let mut singles: Direction<u32> = Direction::new(l.config().clone(), 1, 0);
-    assert!(send(&mut singles, 0, 80_000, 0));
-    let Offer::Cut(single_parts) = singles.offer(0, super_packet(20, 1500)) else {
-        panic!("cut")
-    };
+    let (mut singles, single_parts) = cut_by_a_full_queue();
     for slot in single_parts.into_iter().flatten() {
         singles.push(slot, 1);
     }
