@@ -230,10 +230,10 @@ pub struct Direction<F> {
     /// How far behind its schedule the line has fallen, as last counted (picoseconds):
     /// what a release leaves behind beyond this and the tolerance is newly counted.
     counted_behind_ps: u128,
-    /// When the line finishes serializing everything admitted (link clock).
+    /// When the line finishes serializing everything admitted (picoseconds).
     line_free_ps: u128,
     last_due_ps: u128,
-    /// When the last released frame's last bit arrived, at the strict rate (link clock).
+    /// When the last released frame's last bit arrived, at the strict rate (picoseconds).
     pace_ps: u128,
     loss: LossState,
     jitter: JitterState,
@@ -324,7 +324,7 @@ impl<F: Clone> Direction<F> {
         ip_bytes + u64::from(segments) * self.overhead_bytes
     }
 
-    /// Bytes admitted but not yet sent at `now_ps` (link clock).
+    /// Bytes admitted but not yet sent at `now_ps` (picoseconds).
     fn backlog_bytes(&self, now_ps: u128) -> u64 {
         let ahead = self.line_free_ps.saturating_sub(now_ps);
         if ahead == 0 {
@@ -504,7 +504,7 @@ impl<F: Clone> Direction<F> {
         self.line.push_back(InFlight { slot, frame });
     }
 
-    /// The earliest instant (link clock) the front frame may leave: when it is due, and
+    /// The earliest instant (picoseconds) the front frame may leave: when it is due, and
     /// when the line has carried the one before it.
     fn allowed_ps(&self, front: &InFlight<F>) -> u128 {
         let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
@@ -558,8 +558,8 @@ impl<F: Clone> Direction<F> {
         }
         let extra = at - self.pace_ps;
         self.pace_ps = at;
-        let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
-        self.fell_behind(self.counted_behind_ps + tolerance + extra, extra);
+        self.counted_behind_ps += extra;
+        self.count_fall(extra, extra);
         if self.window.is_some() {
             self.peak_late_ns = self.peak_late_ns.max((extra / PS_PER_NS) as u64);
         }
@@ -567,8 +567,7 @@ impl<F: Clone> Direction<F> {
 
     /// A frame left `behind_ps` after it was due, `late_ps` of it the releaser's
     /// lateness: count how much further behind its schedule the line fell, beyond the
-    /// tolerance, since it was last counted (as line time lost to lateness, or held to
-    /// keep to the rate), and follow it back as the line catches up.
+    /// tolerance, since it was last counted, and follow it back as the line catches up.
     fn fell_behind(&mut self, behind_ps: u128, late_ps: u128) {
         let tolerance = u128::from(PACING_TOLERANCE_NS) * PS_PER_NS;
         if behind_ps <= self.counted_behind_ps + tolerance {
@@ -577,10 +576,16 @@ impl<F: Clone> Direction<F> {
         }
         let fell = behind_ps - tolerance - self.counted_behind_ps;
         self.counted_behind_ps = behind_ps - tolerance;
-        let late = fell.min(late_ps);
+        self.count_fall(fell, late_ps);
+    }
+
+    /// The line fell `fell_ps` further behind its schedule, at most `late_ps` of it for a
+    /// late releaser (line time lost) and the rest held to keep to the rate.
+    fn count_fall(&mut self, fell_ps: u128, late_ps: u128) {
+        let late = fell_ps.min(late_ps);
         self.counters.late_held_ns += (late / PS_PER_NS) as u64;
-        self.counters.paced_held_ns += ((fell - late) / PS_PER_NS) as u64;
-        if fell >= u128::from(STALL_NS) * PS_PER_NS {
+        self.counters.paced_held_ns += ((fell_ps - late) / PS_PER_NS) as u64;
+        if fell_ps >= u128::from(STALL_NS) * PS_PER_NS {
             self.counters.stalls += 1;
         }
     }

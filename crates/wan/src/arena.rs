@@ -76,13 +76,14 @@ impl Ring {
         // Huge pages: every frame is copied in on its way in and out again a delay later,
         // long after its page left the TLB; with 4 KB pages each copy of a 64 KB frame
         // walked the page tables 16 times (twice over in a virtual machine). Then every
-        // page is faulted in now, not while frames wait. Both are requests: a kernel that
-        // refuses them still has a working ring (faulted in as frames first land).
-        // SAFETY: the range is the mapping just made.
+        // page is faulted in now, not while frames wait (by writing it, on a kernel older
+        // than MADV_POPULATE_WRITE's 5.14). Huge pages are a request: a kernel that
+        // refuses it still has a working ring.
+        // SAFETY: the range is the mapping just made, writable and not yet shared.
         unsafe {
             libc::madvise(ptr, capacity, libc::MADV_HUGEPAGE);
             if libc::madvise(ptr, capacity, libc::MADV_POPULATE_WRITE) != 0 {
-                libc::madvise(ptr, capacity, libc::MADV_WILLNEED);
+                std::ptr::write_bytes(ptr.cast::<u8>(), 0, capacity);
             }
         }
         Ok(Ring {

@@ -286,9 +286,7 @@ impl Core {
                     .iter()
                     .map(|(first, slot)| (*first as usize, slot.segments() as usize))
                     .collect();
-                let pieces = (packet::shape(bytes).segments as usize == parts.len())
-                    .then(|| packet::split_runs(bytes, &bounds))
-                    .flatten();
+                let pieces = packet::split_runs(bytes, &bounds);
                 // The pieces take the whole frame's place.
                 arena.discard(frame);
                 let Some(pieces) = pieces else {

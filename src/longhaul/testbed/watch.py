@@ -34,10 +34,9 @@ class Watch:
 
     @classmethod
     def start(cls, circuit: CircuitRecord) -> Watch:
-        settled_s = settle(circuit)
-        return cls(
-            circuit, time.monotonic_ns(), _tun_dropped(circuit), _arena_full(circuit), settled_s
-        )
+        settled_s, stats = settle(circuit)
+        arena_full = _arena_full_in(stats)
+        return cls(circuit, time.monotonic_ns(), _tun_dropped(circuit), arena_full, settled_s)
 
     def finish(self) -> dict[str, Any]:
         """The emulator's record of the run (`longhaul-wan` `health`), with the frames the
@@ -60,9 +59,10 @@ acknowledgement or reset may still be on its way."""
 SETTLE_POLL_S = 0.05
 
 
-def settle(circuit: CircuitRecord, extra_s: float = 2.0) -> float:
+def settle(circuit: CircuitRecord, extra_s: float = 2.0) -> tuple[float, dict[str, Any]]:
     """Wait until both directions of `circuit` are quiet on two polls in a row, at most
-    long enough for a full queue and the line to drain (plus `extra_s`); seconds waited."""
+    long enough for a full queue and the line to drain (plus `extra_s`): the seconds
+    waited, and the emulator's last `stats`."""
     control = Path(circuit.control)
     started = time.monotonic()
     # With no queue given the emulator holds one bandwidth-delay product: a delay's worth.
@@ -72,13 +72,14 @@ def settle(circuit: CircuitRecord, extra_s: float = 2.0) -> float:
         queue_s = circuit.delay_ns / 1e9
     drain_s = 3 * circuit.rtt_ms / 1e3 + queue_s
     quiet_polls = 0
-    while quiet_polls < 2 and time.monotonic() - started < drain_s + extra_s:
-        stats = emulator.request(control, {"op": "stats"})
+    stats = emulator.request(control, {"op": "stats"})
+    while True:
         held = max(stats[d]["in_flight_bytes"] for d in ("a_to_b", "b_to_a"))
         quiet_polls = quiet_polls + 1 if held < QUIET_BYTES else 0
-        if quiet_polls < 2:
-            time.sleep(SETTLE_POLL_S)
-    return time.monotonic() - started
+        if quiet_polls == 2 or time.monotonic() - started >= drain_s + extra_s:
+            return time.monotonic() - started, stats
+        time.sleep(SETTLE_POLL_S)
+        stats = emulator.request(control, {"op": "stats"})
 
 
 def _tun_dropped(circuit: CircuitRecord) -> int:
@@ -89,5 +90,8 @@ def _tun_dropped(circuit: CircuitRecord) -> int:
 
 
 def _arena_full(circuit: CircuitRecord) -> int:
-    stats = emulator.request(Path(circuit.control), {"op": "stats"})
+    return _arena_full_in(emulator.request(Path(circuit.control), {"op": "stats"}))
+
+
+def _arena_full_in(stats: dict[str, Any]) -> int:
     return int(stats.get("engine", {}).get("arena_full_frames", 0))
