@@ -107,7 +107,7 @@ fn receivers(r: &Resolved) -> Vec<Endpoint> {
                 delayed_ack_timeout_ns: ns(r.receiver.delayed_ack_timeout_ms),
                 auto_tuning: r.receiver.auto_tuning,
                 rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
-                quick_acks: u32::from(r.receiver.kernel == Kernel::Ns3),
+                kernel: r.receiver.kernel,
             };
             Endpoint::TcpReceiver(TcpReceiver::new(i, config))
         })

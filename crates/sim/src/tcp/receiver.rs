@@ -4,7 +4,15 @@
 //! about twice what the application read in the last RTT, up to the ceiling). The
 //! application reads at once (memory to memory, as iperf), so only out-of-order data
 //! occupies the buffer. The right edge of the window never moves left (RFC 7323).
+//!
+//! On Linux the advertised window also opens segment by segment: `rcv_ssthresh` starts at
+//! the SYN's window and grows by two segments per arriving segment up to the window above
+//! (`tcp_grow_window`), and every segment that grows it is acknowledged at once
+//! (`icsk_ack.quick |= 1`, quick-ACK mode). So while the window opens, in slow start,
+//! a Linux receiver ACKs more than every second segment, which on 2.6 kernels (one
+//! segment of slow start per ACK) speeds slow start.
 
+use crate::cc::Kernel;
 use crate::packet::{Kind, MAX_SACK_BLOCKS, Packet, Range};
 use crate::tcp::ranges::RangeSet;
 use crate::tcp::{SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES, TCP_IP_HEADER_BYTES};
@@ -14,6 +22,13 @@ use crate::transport::{FlowReport, Transport};
 pub const WINDOW_FRACTION_OF_BUFFER: f64 = 0.75;
 /// The window auto-tuning starts from (`tcp_rmem`[1] = 87380 bytes, three quarters).
 pub const INITIAL_AUTO_WINDOW_BYTES: u64 = 65_535;
+/// The SYN's window never exceeds 16 bits before scaling (`tcp_select_initial_window`,
+/// `net/ipv4/tcp_output.c`, 2.6.18 and 6.x).
+const SYN_WINDOW_MAX_BYTES: u64 = 65_535;
+/// `TCP_MAX_QUICKACKS`, `include/net/tcp.h` (2.6.18 and 6.x).
+const MAX_QUICK_ACKS: u32 = 16;
+/// `tcp_event_data_recv` grows the window only for segments of at least 128 bytes.
+const GROW_MIN_SEGMENT_BYTES: u32 = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReceiverConfig {
@@ -24,11 +39,8 @@ pub struct ReceiverConfig {
     pub auto_tuning: bool,
     /// The receive buffer (its ceiling when auto-tuning).
     pub rcv_buf_bytes: u64,
-    /// In-order segments acknowledged at once when the connection starts, whatever the
-    /// delayed-ACK rule: ns-3 answers the first data segment so (`ProcessSynRcvd` sets
-    /// `m_delAckCount` to its maximum, "to speed up the connection"). Linux's quick-ACK
-    /// mode (`tcp_incr_quickack`) is not modelled: 0 there.
-    pub quick_acks: u32,
+    /// Whose ACK rules: Linux's quick-ACK mode and window growth, or ns-3's.
+    pub kernel: Kernel,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,7 +60,13 @@ pub struct TcpReceiver {
     recent: [Range; MAX_SACK_BLOCKS],
     recent_count: usize,
     unacked_segments: u32,
-    quick_acks_left: u32,
+    /// ACKs still to send at once, whatever the delayed-ACK rule (Linux's
+    /// `icsk_ack.quick`; ns-3's first-segment rule).
+    quick_acks: u32,
+    /// Linux's `icsk_ack.ato` set: the first data segment has arrived.
+    seen_data: bool,
+    /// Linux's `rcv_ssthresh`: the most the window may offer now (`u64::MAX` on ns-3).
+    rcv_ssthresh: u64,
     delack_deadline_ns: Option<u64>,
     ts_recent_ns: u64,
     /// `TSval` and end of the last segment that arrived: the ACK names it (RACK).
@@ -73,6 +91,14 @@ impl TcpReceiver {
         } else {
             ceiling_bytes
         };
+        let rcv_ssthresh = if config.kernel.is_linux() {
+            syn_window_bytes(config.kernel, window_bytes, u64::from(config.mss_bytes))
+        } else {
+            u64::MAX
+        };
+        // ns-3's `ProcessSynRcvd` sets `m_delAckCount` to its maximum, "to speed up the
+        // connection": the first data segment is answered alone.
+        let quick_acks = u32::from(config.kernel == Kernel::Ns3);
         Self {
             flow,
             config,
@@ -81,12 +107,14 @@ impl TcpReceiver {
             recent: [Range::default(); MAX_SACK_BLOCKS],
             recent_count: 0,
             unacked_segments: 0,
-            quick_acks_left: config.quick_acks,
+            quick_acks,
+            seen_data: false,
+            rcv_ssthresh,
             delack_deadline_ns: None,
             owed_ack: None,
             ts_recent_ns: 0,
             last_arrival: (0, 0),
-            right_edge: window_bytes,
+            right_edge: window_bytes.min(rcv_ssthresh),
             window_bytes,
             ceiling_bytes,
             space_start_ns: 0,
@@ -136,6 +164,44 @@ impl TcpReceiver {
         self.space_start_seq = self.rcv_nxt;
     }
 
+    /// Linux's `tcp_incr_quickack`: ACK the next segments at once, as many as half the
+    /// last advertised window holds (2 if none), at most `TCP_MAX_QUICKACKS`.
+    fn incr_quick_acks(&mut self) {
+        let advertised = self.right_edge - self.rcv_nxt;
+        let quick = match advertised / (2 * u64::from(self.config.mss_bytes)) {
+            0 => 2,
+            n => n.min(u64::from(MAX_QUICK_ACKS)) as u32,
+        };
+        self.quick_acks = self.quick_acks.max(quick);
+    }
+
+    /// Linux's `tcp_grow_window`: a segment opens `rcv_ssthresh` by two segments (6.x: by
+    /// at least twice its length) towards the window the buffer allows, and is then
+    /// acknowledged at once. The model takes the branch where the segment's memory
+    /// (`truesize`) is within 4/3 of its length, as for myri10ge, which corrects
+    /// `truesize` for its padding (`drivers/net/myri10ge/myri10ge.c`, 2.6.18).
+    fn grow_window(&mut self, len: u32) {
+        if !self.config.kernel.is_linux() || len < GROW_MIN_SEGMENT_BYTES {
+            return;
+        }
+        let free = self.window_bytes.saturating_sub(self.ooo.total_bytes());
+        if self.rcv_ssthresh >= free || self.rcv_ssthresh >= self.window_bytes {
+            return;
+        }
+        let two_segments = 2 * u64::from(self.config.mss_bytes);
+        let incr = if self.config.kernel == Kernel::Linux6 {
+            // 6.x: `incr = max_t(int, incr, 2 * skb->len)`; room is min(clamp, space).
+            two_segments
+                .max(2 * u64::from(len))
+                .min(free - self.rcv_ssthresh)
+        } else {
+            // 2.6: `min(rcv_ssthresh + incr, window_clamp)`.
+            two_segments.min(self.window_bytes - self.rcv_ssthresh)
+        };
+        self.rcv_ssthresh += incr;
+        self.quick_acks |= 1;
+    }
+
     /// Put the range holding `seq` first among the SACK blocks, keeping the others that
     /// still describe out-of-order data.
     fn note_block(&mut self, seq: u64) {
@@ -162,7 +228,10 @@ impl TcpReceiver {
 
     fn ack(&mut self, now_ns: u64) -> Packet {
         let free = self.window_bytes.saturating_sub(self.ooo.total_bytes());
-        self.right_edge = self.right_edge.max(self.rcv_nxt + free);
+        // `__tcp_select_window`: never more than `rcv_ssthresh`.
+        self.right_edge = self
+            .right_edge
+            .max(self.rcv_nxt + free.min(self.rcv_ssthresh));
         // Blocks at or below rcv_nxt are stale.
         let mut sack = [Range::default(); MAX_SACK_BLOCKS];
         let mut n = 0;
@@ -188,6 +257,8 @@ impl TcpReceiver {
         pkt.sack_count = n as u8;
         self.unacked_segments = 0;
         self.delack_deadline_ns = None;
+        // `tcp_dec_quickack_mode`: a pure ACK counts one.
+        self.quick_acks = self.quick_acks.saturating_sub(1);
         self.stats.acks += 1;
         pkt
     }
@@ -198,13 +269,25 @@ impl TcpReceiver {
         let (seq, end) = (pkt.seq, pkt.seq + u64::from(pkt.len));
         self.last_arrival = (pkt.ts_ns, end);
         if end <= self.rcv_nxt {
-            // A spurious retransmission: tell the sender at once.
+            // A spurious retransmission: tell the sender at once (Linux also enters
+            // quick-ACK mode: `tcp_data_queue`, "Force an immediate ack").
             self.stats.duplicate_segments += 1;
+            if self.config.kernel.is_linux() {
+                self.incr_quick_acks();
+            }
             return Some(self.ack(now_ns));
         }
         if seq > self.rcv_nxt {
             self.ooo.insert(seq, end, 0);
             self.note_block(seq);
+            if self.config.kernel.is_linux_2_6() {
+                // 2.6 `tcp_data_queue` enters quick-ACK mode for out-of-order data;
+                // 4.18 stopped that ("tcp: do not force quickack when receiving
+                // out-of-order packets") and grows the window instead (`tcp_data_queue_ofo`).
+                self.incr_quick_acks();
+            } else {
+                self.grow_window(pkt.len);
+            }
             return Some(self.ack(now_ns));
         }
         // In order (possibly overlapping what we have).
@@ -221,8 +304,14 @@ impl TcpReceiver {
         self.ooo.remove_below(self.rcv_nxt);
         self.tune_window(now_ns, pkt.ts_echo_ns);
         self.unacked_segments += 1;
-        let quick = self.quick_acks_left > 0;
-        self.quick_acks_left = self.quick_acks_left.saturating_sub(1);
+        // `tcp_event_data_recv`: the first data segment starts the delayed-ACK engine in
+        // quick-ACK mode; each segment may open the window.
+        if self.config.kernel.is_linux() && !self.seen_data {
+            self.incr_quick_acks();
+        }
+        self.seen_data = true;
+        self.grow_window(pkt.len);
+        let quick = self.quick_acks > 0;
         if filled_hole || quick || !self.config.delayed_ack || self.unacked_segments >= 2 {
             return Some(self.ack(now_ns));
         }
@@ -241,6 +330,24 @@ impl TcpReceiver {
             _ => None,
         }
     }
+}
+
+/// The window a Linux receiver's SYN-ACK offers, its first `rcv_ssthresh`
+/// (`tcp_select_initial_window`, `net/ipv4/tcp_output.c`): the buffer's window in whole
+/// segments, at most 16 bits; 2.6 kernels then cap it at an RFC 2414 initial window of
+/// 4, 3 or 2 segments by segment size; since 4.19 ("tcp: up initial rmem to 128KB and SYN
+/// rwin to around 64KB") 6.x keeps about 64 KB.
+fn syn_window_bytes(kernel: Kernel, window_bytes: u64, mss_bytes: u64) -> u64 {
+    let window = window_bytes.min(SYN_WINDOW_MAX_BYTES) / mss_bytes * mss_bytes;
+    if !kernel.is_linux_2_6() {
+        return window;
+    }
+    let initial_segments = match mss_bytes {
+        m if m > 1460 * 3 => 2,
+        m if m > 1460 => 3,
+        _ => 4,
+    };
+    window.min(initial_segments * mss_bytes)
 }
 
 impl Transport for TcpReceiver {
@@ -279,10 +386,10 @@ mod tests {
     use super::*;
 
     fn receiver(delayed_ack: bool) -> TcpReceiver {
-        receiver_with(delayed_ack, 0)
+        receiver_with(delayed_ack, Kernel::Ns3)
     }
 
-    fn receiver_with(delayed_ack: bool, quick_acks: u32) -> TcpReceiver {
+    fn receiver_with(delayed_ack: bool, kernel: Kernel) -> TcpReceiver {
         TcpReceiver::new(
             0,
             ReceiverConfig {
@@ -292,14 +399,14 @@ mod tests {
                 delayed_ack_timeout_ns: 40_000_000,
                 auto_tuning: false,
                 rcv_buf_bytes: 1 << 20,
-                quick_acks,
+                kernel,
             },
         )
     }
 
     #[test]
     fn a_quick_ack_answers_the_first_segment_and_pairs_follow_after_it() {
-        let mut r = receiver_with(true, 1);
+        let mut r = receiver_with(true, Kernel::Ns3);
         let acks: Vec<bool> = (0..5)
             .map(|k| r.on_data(k, &seg(k * 1000)).is_some())
             .collect();
@@ -317,12 +424,13 @@ mod tests {
     #[test]
     fn acks_every_second_segment_or_on_the_timer() {
         let mut r = receiver(true);
-        assert!(r.on_data(0, &seg(0)).is_none());
+        assert!(r.on_data(0, &seg(0)).is_some(), "ns-3's first segment");
+        assert!(r.on_data(0, &seg(1000)).is_none());
         assert_eq!(r.poll_timeout(), Some(40_000_000));
-        assert_eq!(r.on_data(1, &seg(1000)).unwrap().ack, 2000);
-        assert!(r.on_data(2, &seg(2000)).is_none());
+        assert_eq!(r.on_data(1, &seg(2000)).unwrap().ack, 3000);
+        assert!(r.on_data(2, &seg(3000)).is_none());
         assert!(r.on_timeout(1_000).is_none());
-        assert_eq!(r.on_timeout(40_000_002).unwrap().ack, 3000);
+        assert_eq!(r.on_timeout(40_000_002).unwrap().ack, 4000);
     }
 
     #[test]
@@ -378,16 +486,118 @@ mod tests {
     fn through_the_transport_trait_the_ack_is_owed_until_polled() {
         let mut r = receiver(true);
         let t: &mut dyn Transport = &mut r;
-        t.handle_packet(1, &seg(0));
+        t.handle_packet(0, &seg(0));
+        assert!(t.poll_transmit(0).is_some(), "ns-3's first segment");
+        t.handle_packet(1, &seg(1000));
         assert_eq!(t.poll_transmit(1), None, "one segment: the ACK is delayed");
         assert_eq!(t.poll_timeout(), Some(1 + 40_000_000));
-        t.handle_packet(2, &seg(1000));
+        t.handle_packet(2, &seg(2000));
         let ack = t
             .poll_transmit(2)
             .expect("every second segment is acknowledged");
-        assert_eq!((ack.kind, ack.ack), (Kind::Ack, 2000));
+        assert_eq!((ack.kind, ack.ack), (Kind::Ack, 3000));
         assert_eq!(t.poll_transmit(2), None);
         assert!(!t.held_by_interface());
-        assert_eq!(t.report().received_bytes, 2000);
+        assert_eq!(t.report().received_bytes, 3000);
+    }
+
+    fn linux_receiver(kernel: Kernel, mss_bytes: u32, auto_tuning: bool) -> TcpReceiver {
+        TcpReceiver::new(
+            0,
+            ReceiverConfig {
+                mss_bytes,
+                frame_overhead_bytes: 0,
+                delayed_ack: true,
+                delayed_ack_timeout_ns: 40_000_000,
+                auto_tuning,
+                rcv_buf_bytes: 4 << 20,
+                kernel,
+            },
+        )
+    }
+
+    fn segment(seq: u64, len: u32) -> Packet {
+        let mut p = Packet::new(Kind::Data, 0, len + 52);
+        p.seq = seq;
+        p.len = len;
+        p
+    }
+
+    /// Segments in order from `from`; which of them were acknowledged at once.
+    fn acked_at_once(r: &mut TcpReceiver, from: u64, n: u64, len: u32) -> Vec<bool> {
+        (0..n)
+            .map(|k| {
+                let seq = from + k * u64::from(len);
+                r.on_data(k, &segment(seq, len)).is_some()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_2_6_18_syn_offers_four_segments_of_1448_or_two_of_8948() {
+        let a = linux_receiver(Kernel::Linux2_6_18, 1448, true);
+        assert_eq!(a.right_edge, 4 * 1448);
+        let b = linux_receiver(Kernel::Linux2_6_18, 8948, true);
+        assert_eq!(b.right_edge, 2 * 8948);
+        let c = linux_receiver(Kernel::Linux6, 1448, true);
+        assert_eq!(c.right_edge, 65_535 / 1448 * 1448);
+    }
+
+    #[test]
+    fn linux_acks_every_segment_while_the_window_opens_then_every_second() {
+        let mut r = linux_receiver(Kernel::Linux2_6_18, 1448, true);
+        // rcv_ssthresh climbs from 4 to 45 segments (65,535 bytes) two per segment:
+        // 21 segments each answered at once.
+        let opening = acked_at_once(&mut r, 0, 21, 1448);
+        assert!(opening.iter().all(|&a| a), "{opening:?}");
+        assert_eq!(r.rcv_ssthresh, INITIAL_AUTO_WINDOW_BYTES);
+        let open = acked_at_once(&mut r, 21 * 1448, 6, 1448);
+        assert_eq!(open, [false, true, false, true, false, true]);
+    }
+
+    #[test]
+    fn the_advertised_window_is_held_to_rcv_ssthresh() {
+        let mut r = linux_receiver(Kernel::Linux2_6_18, 8948, false);
+        let ack = r.on_data(0, &segment(0, 8948)).unwrap();
+        // 2 segments offered in the SYN, 2 more for this one, from the new rcv_nxt.
+        assert_eq!(ack.wnd_bytes, 4 * 8948);
+    }
+
+    #[test]
+    fn linux_6_opens_by_twice_a_long_segment() {
+        let mut r = linux_receiver(Kernel::Linux6, 1448, false);
+        let start = r.rcv_ssthresh;
+        r.on_data(0, &segment(0, 4000));
+        assert_eq!(r.rcv_ssthresh, start + 8000);
+    }
+
+    #[test]
+    fn a_retransmission_puts_linux_in_quick_ack_mode_for_up_to_16_acks() {
+        let mut r = linux_receiver(Kernel::Linux2_6_18, 1448, true);
+        let _ = acked_at_once(&mut r, 0, 400, 1448); // window fully open
+        let steady = acked_at_once(&mut r, 400 * 1448, 6, 1448);
+        assert_eq!(steady.iter().filter(|&&a| a).count(), 3, "{steady:?}");
+        assert!(r.on_data(0, &segment(0, 1448)).is_some(), "a duplicate");
+        // Its ACK used one of the 16; then 15 at once and pairs again.
+        let after = acked_at_once(&mut r, 406 * 1448, 17, 1448);
+        assert!(after[..15].iter().all(|&a| a), "{after:?}");
+        assert_eq!(after[15..], [false, true]);
+    }
+
+    #[test]
+    fn out_of_order_data_puts_2_6_in_quick_ack_mode_and_not_6_x() {
+        for (kernel, quick) in [(Kernel::Linux2_6_18, true), (Kernel::Linux6, false)] {
+            let mut r = linux_receiver(kernel, 1448, true);
+            let _ = acked_at_once(&mut r, 0, 400, 1448);
+            let _ = acked_at_once(&mut r, 400 * 1448, 2, 1448);
+            let gap = 403 * 1448;
+            assert!(r.on_data(0, &segment(gap, 1448)).is_some());
+            assert!(
+                r.on_data(0, &segment(402 * 1448, 1448)).is_some(),
+                "the fill"
+            );
+            let next = acked_at_once(&mut r, 404 * 1448, 1, 1448);
+            assert_eq!(next, [quick], "{kernel:?}");
+        }
     }
 }
