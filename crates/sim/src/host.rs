@@ -7,12 +7,16 @@
 //! `NIC_HORIZON_BYTES` are waiting in it; so a host slower than the path (a PCI-X bus)
 //! holds data back rather than dropping it, and its window stops growing, not collapsing.
 //!
+//! In front of a lossless credit link ([`crate::credit`]) the interface also sends only
+//! against the link's credit, so a full buffer downstream holds data in the host.
+//!
 //! Timers are lazy: each endpoint has at most one wake-up in the event heap; when it fires
 //! early (the deadline moved later) it is re-armed, so restarting a timer on every ACK
 //! costs nothing.
 
 use std::any::Any;
 
+use crate::credit::charge_bytes;
 use crate::engine::{Ctx, Node};
 use crate::event::NodeId;
 use crate::packet::{Kind, Packet};
@@ -106,8 +110,19 @@ pub struct HostCounters {
     pub packets_received: u64,
 }
 
+/// Credit the first hop grants, when it is a credit link.
+#[derive(Debug, Clone, Copy)]
+struct LinkCredit {
+    bytes: u64,
+    block_bytes: u32,
+    /// The largest packet this host sends: the credit it needs before it asks a flow.
+    frame_bytes: u32,
+    waiting: bool,
+}
+
 pub struct Host {
     egress: NodeId,
+    credit: Option<LinkCredit>,
     rate_bps: u64,
     nic_free_ps: u64,
     horizon_ps: u64,
@@ -129,6 +144,7 @@ impl Host {
         let n = endpoints.len();
         Self {
             egress,
+            credit: None,
             rate_bps,
             nic_free_ps: 0,
             horizon_ps,
@@ -140,6 +156,25 @@ impl Host {
             round_robin: 0,
             counters: HostCounters::default(),
         }
+    }
+
+    /// Send only against the credit of the credit link `egress` is: its input buffer of
+    /// `buffer_bytes`, counted in `block_bytes` blocks; `frame_bytes` is the largest
+    /// packet this host sends.
+    #[must_use]
+    pub fn with_link_credit(
+        mut self,
+        buffer_bytes: u64,
+        block_bytes: u32,
+        frame_bytes: u32,
+    ) -> Self {
+        self.credit = Some(LinkCredit {
+            bytes: buffer_bytes,
+            block_bytes,
+            frame_bytes,
+            waiting: false,
+        });
+        self
     }
 
     pub fn endpoints(&self) -> &[Endpoint] {
@@ -154,7 +189,20 @@ impl Host {
         self.nic_free_ps <= now_ns * PS_PER_NS + self.horizon_ps
     }
 
+    /// Whether the next hop has buffer for the largest packet; if not, wait for credit.
+    fn has_credit(&mut self) -> bool {
+        let Some(credit) = &mut self.credit else {
+            return true;
+        };
+        let needed = charge_bytes(credit.frame_bytes, credit.block_bytes);
+        credit.waiting = credit.bytes < needed;
+        !credit.waiting
+    }
+
     fn transmit(&mut self, pkt: Packet, ctx: &mut Ctx<'_>) {
+        if let Some(credit) = &mut self.credit {
+            credit.bytes -= charge_bytes(pkt.wire_bytes, credit.block_bytes);
+        }
         // u64 arithmetic: a frame's bits in picoseconds fit (65,535 * 8e12 < 2^64), and a
         // u128 division is a library call on every packet.
         let ser_ps = u64::from(pkt.wire_bytes) * 8 * PS_PER_S as u64 / self.rate_bps;
@@ -186,6 +234,9 @@ impl Host {
         while sent < budget {
             if !self.nic_has_room(ctx.now_ns) {
                 self.block_nic(ctx);
+                break;
+            }
+            if !self.has_credit() {
                 break;
             }
             let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns) else {
@@ -231,7 +282,9 @@ impl Host {
     /// what the interface does not hold back (acknowledgements) leaves at once.
     fn after_change(&mut self, i: usize, ctx: &mut Ctx<'_>) {
         if !self.held[i] {
-            while let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns) {
+            while self.has_credit()
+                && let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns)
+            {
                 self.transmit(pkt, ctx);
             }
         } else if !self.nic_blocked {
@@ -243,6 +296,15 @@ impl Host {
 
 impl Node for Host {
     fn on_packet(&mut self, pkt: Packet, _arrive_ns: u64, ctx: &mut Ctx<'_>) {
+        if pkt.kind == Kind::Credit {
+            if let Some(credit) = &mut self.credit {
+                credit.bytes += u64::from(pkt.len);
+                if std::mem::take(&mut credit.waiting) && !self.nic_blocked {
+                    self.serve_all(ctx);
+                }
+            }
+            return;
+        }
         self.counters.packets_received += 1;
         if pkt.kind == Kind::Data {
             self.counters.data_bytes_received += u64::from(pkt.len);

@@ -2,7 +2,8 @@
 //!
 //! The core (`event`, `engine`) is a heap of (time, sequence) events and a table of nodes
 //! addressed by id; it knows nothing of what nodes are. The models are nodes: `link`
-//! (FIFO, rate, delay, queue, loss, cross traffic) and `host` (an interface with a rate
+//! (FIFO, rate, delay, queue, loss, cross traffic), `credit` (lossless, credit-based flow
+//! control with back-pressure) and `host` (an interface with a rate
 //! and bus ceiling, and transport endpoints behind the `transport` trait). TCP itself
 //! (`tcp`) and its congestion controllers (`cc`) are sans-IO state machines that take
 //! (now, packet) and return packets and deadlines. `scenario` and `presets` turn JSON into a resolved
@@ -12,6 +13,7 @@
 
 pub mod bench;
 pub mod cc;
+pub mod credit;
 pub mod engine;
 pub mod event;
 pub mod host;

@@ -16,6 +16,9 @@ pub enum Kind {
     Ack,
     /// Filler (cross traffic) that only occupies links; nobody consumes it.
     Filler,
+    /// Link-level flow control from a credit link to the node upstream of it: `len`
+    /// bytes of its input buffer freed ([`crate::credit`]).
+    Credit,
 }
 
 /// A half-open byte range `[start, end)`.

@@ -114,6 +114,7 @@ pub fn path_presets() -> Vec<PathPreset> {
                     cross_traffic_bps: 0.0,
                     cross_traffic_packet_bytes: 1500,
                     frame_overhead_bytes: ETHERNET_FRAMING_BYTES,
+                    credit_buffer_bytes: None,
                 },
             });
         }

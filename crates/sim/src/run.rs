@@ -4,13 +4,15 @@
 //! Topology: sender host -> forward link (the bottleneck: rate, delay, queue, loss, cross
 //! traffic) -> [receiver interface, when the receiver's bus is slower than the path] ->
 //! receiver host -> reverse link (same rate and delay, its own queue and loss) -> sender
-//! host.
+//! host. On a credit-based path the forward link is a lossless credit link whose far end
+//! is a second one, the far buffer, feeding the receiver at its interface's rate.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::cc::{Kernel, Window};
+use crate::credit::{CreditLink, CreditLinkConfig, IB_CREDIT_BLOCK_BYTES};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
@@ -44,6 +46,8 @@ pub struct Testbed {
     pub links: Vec<NodeId>,
     /// Each longer flow group's stretch beyond the bottleneck.
     pub delays: Vec<NodeId>,
+    /// The forward path's credit links, on a credit-based path.
+    pub credit_links: Vec<NodeId>,
     pub cross: Option<NodeId>,
 }
 
@@ -147,6 +151,9 @@ fn plan_delays(
 }
 
 pub fn build(r: &Resolved) -> Testbed {
+    if let Some(far_bytes) = r.path.credit_buffer_bytes {
+        return build_credit_path(r, far_bytes);
+    }
     let one_way_ns = ns(r.path.rtt_ms / 2.0);
     let rate_bps = r.path.rate_bps as u64;
     let receiver_rate = r.receiver.egress_rate_bps();
@@ -224,7 +231,66 @@ pub fn build(r: &Resolved) -> Testbed {
         receiver: receiver_id,
         links,
         delays,
+        credit_links: Vec::new(),
         cross: cross_id,
+    }
+}
+
+/// sender -> credit link (the path: rate, delay, the near buffer `queue_bytes`) -> credit
+/// link (the far buffer, at the receiver's interface rate) -> receiver -> reverse link.
+fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
+    let (sender_id, fwd_id, receiver_id, rev_id, far_id) = (0, 1, 2, 3, 4);
+    let one_way_ns = ns(r.path.rtt_ms / 2.0);
+    let rate_bps = r.path.rate_bps as u64;
+    let frame_bytes = r.sender.mtu_bytes + r.path.frame_overhead_bytes;
+    let group_of = group_of_flows(r);
+    let mut sim = Sim::new();
+    let sender = Host::new(
+        fwd_id,
+        r.sender.egress_rate_bps() as u64,
+        senders(r, &group_of),
+    )
+    .with_link_credit(r.path.queue_bytes, IB_CREDIT_BLOCK_BYTES, frame_bytes);
+    sim.add(Box::new(sender));
+    let fwd = CreditLinkConfig {
+        rate_bps,
+        delay_ns: one_way_ns,
+        input_buffer_bytes: r.path.queue_bytes,
+        next_buffer_bytes: Some(far_bytes),
+        block_bytes: IB_CREDIT_BLOCK_BYTES,
+    };
+    sim.add(Box::new(CreditLink::new(fwd, far_id, Some(sender_id))));
+    sim.add(Box::new(Host::new(
+        rev_id,
+        r.receiver.egress_rate_bps() as u64,
+        receivers(r),
+    )));
+    let rev = LinkConfig {
+        rate_bps,
+        delay_ns: one_way_ns,
+        queue_bytes: r.path.reverse_queue_bytes,
+        loss: r.path.reverse_loss,
+    };
+    sim.add(Box::new(Link::new(rev, sender_id, derive_seed(r.seed, 2))));
+    let far = CreditLinkConfig {
+        rate_bps: (r.receiver.egress_rate_bps() as u64).min(rate_bps),
+        delay_ns: 0,
+        input_buffer_bytes: far_bytes,
+        next_buffer_bytes: None,
+        block_bytes: IB_CREDIT_BLOCK_BYTES,
+    };
+    assert_eq!(
+        sim.add(Box::new(CreditLink::new(far, receiver_id, Some(fwd_id)))),
+        far_id
+    );
+    Testbed {
+        sim,
+        sender: sender_id,
+        receiver: receiver_id,
+        links: vec![rev_id],
+        delays: Vec::new(),
+        credit_links: vec![fwd_id, far_id],
+        cross: None,
     }
 }
 
@@ -424,6 +490,14 @@ fn counters(t: &Testbed) -> Counters {
     for &id in &t.delays {
         let line: &DelayLine = t.sim.get(id).expect("delay line");
         c.data_bytes_in_flight += line.data_bytes_in_flight();
+    }
+    for &id in &t.credit_links {
+        let link: &CreditLink = t.sim.get(id).expect("credit link");
+        let cc = link.counters();
+        c.data_bytes_in_flight += link.data_bytes_in_flight();
+        c.data_bytes_dropped += cc.data_bytes_over_credit;
+        c.packets_dropped_queue += cc.packets_over_credit;
+        c.max_queue_bytes = c.max_queue_bytes.max(cc.max_buffer_bytes);
     }
     for e in sender.endpoints() {
         let flow = e.report();

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cc::{CcKind, Kernel};
+use crate::credit;
 use crate::presets;
 use crate::tcp::TCP_IP_HEADER_BYTES;
 use longhaul_link::Loss;
@@ -98,6 +99,10 @@ pub struct PathSpec {
     pub cross_traffic_bps: Option<f64>,
     pub cross_traffic_packet_bytes: Option<u32>,
     pub frame_overhead_bytes: Option<u32>,
+    /// A lossless forward path with credit-based flow control ([`crate::credit`]) in
+    /// place of a drop-tail queue: the far end's buffer, whose credit the line sends
+    /// against; `queue_bytes` is then the near end's.
+    pub credit_buffer_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -138,6 +143,8 @@ pub struct PathConfig {
     pub cross_traffic_bps: f64,
     pub cross_traffic_packet_bytes: u32,
     pub frame_overhead_bytes: u32,
+    /// `Some`: the forward path is lossless, with credit-based flow control.
+    pub credit_buffer_bytes: Option<u64>,
 }
 
 /// A host, every value filled in.
@@ -318,6 +325,9 @@ fn resolve_path(s: &Scenario) -> Result<PathConfig, ScenarioError> {
             .frame_overhead_bytes
             .or(base.as_ref().map(|b| b.frame_overhead_bytes))
             .unwrap_or(presets::ETHERNET_FRAMING_BYTES),
+        credit_buffer_bytes: p
+            .credit_buffer_bytes
+            .or(base.as_ref().and_then(|b| b.credit_buffer_bytes)),
     };
     validate_path(&path)?;
     Ok(path)
@@ -354,6 +364,57 @@ fn validate_path(p: &PathConfig) -> Result<(), ScenarioError> {
     }
     if p.frame_overhead_bytes > 1000 {
         return Err(err("path.frame_overhead_bytes", "must be at most 1000"));
+    }
+    if p.credit_buffer_bytes.is_some() {
+        validate_credit_path(p)?;
+    }
+    Ok(())
+}
+
+/// A credit-based path is lossless and carries only the scenario's flows.
+fn validate_credit_path(p: &PathConfig) -> Result<(), ScenarioError> {
+    if p.loss != Loss::NONE {
+        return Err(err(
+            "path.loss",
+            "a credit-based path (path.credit_buffer_bytes) loses nothing: leave loss out",
+        ));
+    }
+    if p.cross_traffic_bps > 0.0 {
+        return Err(err(
+            "path.cross_traffic_bps",
+            "cross traffic on a credit-based path is not modelled: leave it out",
+        ));
+    }
+    Ok(())
+}
+
+/// The far end of a credit-based path must hold a frame, in whole credit blocks; flows
+/// longer than the path would need a delay line the credit loop does not cover.
+fn validate_credit_buffer(
+    path: &PathConfig,
+    frame_bytes: u64,
+    flows: &[FlowGroup],
+) -> Result<(), ScenarioError> {
+    let Some(far_bytes) = path.credit_buffer_bytes else {
+        return Ok(());
+    };
+    let frame = credit::charge_bytes(frame_bytes as u32, credit::IB_CREDIT_BLOCK_BYTES);
+    for (field, bytes) in [
+        ("path.credit_buffer_bytes", far_bytes),
+        ("path.queue_bytes", path.queue_bytes),
+    ] {
+        if bytes < frame {
+            return Err(err(
+                field,
+                format!("must hold at least one frame ({frame} bytes in 64-byte blocks)"),
+            ));
+        }
+    }
+    if flows.iter().any(|g| g.rtt_ms > path.rtt_ms) {
+        return Err(err(
+            "flows.rtt_ms",
+            "flows longer than the path are not modelled on a credit-based path",
+        ));
     }
     Ok(())
 }
@@ -466,6 +527,7 @@ pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioErro
             format!("must hold at least one frame ({frame} bytes)"),
         ));
     }
+    validate_credit_buffer(&path, frame, &flows)?;
     Ok(Resolved {
         duration_s: s.duration_s,
         interval_s: s.interval_s,

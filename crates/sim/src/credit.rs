@@ -1,0 +1,269 @@
+//! A lossless link with credit-based flow control, as InfiniBand's link layer has it
+//! (IBA vol. 1 rel. 1.2, §7.9 "Flow control": a sender transmits a packet only when the
+//! receiving port has advertised buffer for all of it, counted in 64-byte blocks): nothing
+//! is ever dropped, and a full buffer pushes back hop by hop to the source.
+//!
+//! A [`CreditLink`] is a port's input buffer and the line that leaves it. It grants its
+//! upstream (a host, or another credit link) credit for `input_buffer_bytes` and returns
+//! it as packets leave the buffer for the line; the upstream sees returned credit after
+//! its own line's delay, since flow-control packets travel back over the same wire. Its
+//! own line sends only against the credit the next port grants (`next_buffer_bytes`;
+//! `None` when the next node takes every packet at once, as a host's memory does).
+//!
+//! So a line of one-way delay d into a buffer of B bytes carries at most about B per 2d:
+//! credit for a packet comes back only a round trip after the packet left. That is the
+//! bound a range extender's buffer sets on InfiniBand across a continent.
+//!
+//! One virtual lane; a packet is charged its wire size rounded up to whole blocks.
+
+use std::any::Any;
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::engine::{Ctx, Node};
+use crate::event::NodeId;
+use crate::packet::{Kind, Packet};
+
+const PS_PER_NS: u64 = 1_000;
+const PS_PER_S: u64 = 1_000_000_000_000;
+const PUMP: u64 = 0;
+const DELIVER: u64 = 1;
+/// IBA vol. 1 §7.9.4: flow-control credits count blocks of 64 bytes.
+pub const IB_CREDIT_BLOCK_BYTES: u32 = 64;
+
+/// What a packet of `wire_bytes` takes of a buffer counted in `block_bytes` blocks.
+pub fn charge_bytes(wire_bytes: u32, block_bytes: u32) -> u64 {
+    u64::from(wire_bytes.div_ceil(block_bytes) * block_bytes)
+}
+
+/// A credit returned to the upstream node: `len` bytes of buffer freed.
+pub fn credit_packet(bytes: u64) -> Packet {
+    let mut pkt = Packet::new(Kind::Credit, u32::MAX, 0);
+    pkt.len = u32::try_from(bytes).expect("one packet's charge fits u32");
+    pkt
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CreditLinkConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    /// This port's input buffer: the credit it grants its upstream.
+    pub input_buffer_bytes: u64,
+    /// The next port's input buffer, whose credit this line sends against; `None`
+    /// when the next node takes every packet as it arrives.
+    pub next_buffer_bytes: Option<u64>,
+    pub block_bytes: u32,
+}
+
+/// What a credit link saw. `data_*` count TCP payload bytes, for the conservation check.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CreditCounters {
+    pub packets_in: u64,
+    pub packets_out: u64,
+    /// Packets an upstream sent without credit for them (a wiring fault: a node that
+    /// ignores flow control); dropped, and never expected.
+    pub packets_over_credit: u64,
+    pub data_bytes_over_credit: u64,
+    pub max_buffer_bytes: u64,
+    /// Times the head packet waited for credit from the next port.
+    pub credit_stalls: u64,
+    pub data_bytes_in: u64,
+    pub data_bytes_delivered: u64,
+}
+
+pub struct CreditLink {
+    config: CreditLinkConfig,
+    next: NodeId,
+    upstream: Option<NodeId>,
+    /// Credit the next port grants this line now (`u64::MAX` when it grants no credit).
+    credit_bytes: u64,
+    /// Credit on its way back over the line: (when it arrives, bytes), in time order.
+    returning: VecDeque<(u64, u64)>,
+    /// The input buffer: (when each packet's last bit arrived, the packet).
+    buffer: VecDeque<(u64, Packet)>,
+    buffer_bytes: u64,
+    line_free_ps: u64,
+    /// Packets on the line: (arrival at the next node, packet). Handed over on arrival,
+    /// since a host takes a packet when it is handed over.
+    on_line: VecDeque<(u64, Packet)>,
+    stalled: bool,
+    /// The one pending pump wake-up that counts (others are stale and ignored).
+    pump_at_ns: Option<u64>,
+    counters: CreditCounters,
+}
+
+fn data_bytes(pkt: &Packet) -> u64 {
+    if pkt.kind == Kind::Data {
+        u64::from(pkt.len)
+    } else {
+        0
+    }
+}
+
+impl CreditLink {
+    /// A link into `next`; `upstream` is told of freed buffer (credit), if it takes it.
+    pub fn new(config: CreditLinkConfig, next: NodeId, upstream: Option<NodeId>) -> Self {
+        assert!(config.block_bytes > 0, "credit blocks are at least a byte");
+        Self {
+            credit_bytes: config.next_buffer_bytes.unwrap_or(u64::MAX),
+            config,
+            next,
+            upstream,
+            returning: VecDeque::new(),
+            buffer: VecDeque::new(),
+            buffer_bytes: 0,
+            line_free_ps: 0,
+            on_line: VecDeque::new(),
+            stalled: false,
+            pump_at_ns: None,
+            counters: CreditCounters::default(),
+        }
+    }
+
+    pub fn config(&self) -> &CreditLinkConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &CreditCounters {
+        &self.counters
+    }
+
+    /// TCP payload bytes in the buffer or on the line at `now_ns`.
+    pub fn data_bytes_in_flight(&self) -> u64 {
+        let held = self.buffer.iter().chain(&self.on_line);
+        held.map(|(_, p)| data_bytes(p)).sum()
+    }
+
+    fn charge(&self, pkt: &Packet) -> u64 {
+        charge_bytes(pkt.wire_bytes, self.config.block_bytes)
+    }
+
+    fn take_returned_credit(&mut self, now_ns: u64) {
+        while let Some(&(at_ns, bytes)) = self.returning.front() {
+            if at_ns > now_ns {
+                break;
+            }
+            self.returning.pop_front();
+            self.credit_bytes += bytes;
+        }
+    }
+
+    /// Pump at `at_ns` unless a wake-up at or before it is pending.
+    fn wake_pump(&mut self, at_ns: u64, ctx: &mut Ctx<'_>) {
+        if self.pump_at_ns.is_none_or(|p| at_ns < p) {
+            self.pump_at_ns = Some(at_ns);
+            ctx.schedule(at_ns, PUMP);
+        }
+    }
+
+    fn deliver(&mut self, ctx: &mut Ctx<'_>) {
+        while let Some(&(at_ns, pkt)) = self.on_line.front() {
+            if at_ns > ctx.now_ns {
+                ctx.schedule(at_ns, DELIVER);
+                return;
+            }
+            self.on_line.pop_front();
+            self.counters.data_bytes_delivered += data_bytes(&pkt);
+            ctx.send(self.next, pkt, ctx.now_ns);
+        }
+    }
+
+    /// Put on the line every packet that has arrived, has credit and finds the line free;
+    /// then wake when the next one may go (line free, packet arrived or credit back).
+    fn pump(&mut self, ctx: &mut Ctx<'_>) {
+        let now_ns = ctx.now_ns;
+        self.take_returned_credit(now_ns);
+        while let Some(&(arrived_ns, pkt)) = self.buffer.front() {
+            let start_ps = (now_ns * PS_PER_NS)
+                .max(self.line_free_ps)
+                .max(arrived_ns * PS_PER_NS);
+            if start_ps > now_ns * PS_PER_NS {
+                self.wake_pump(start_ps.div_ceil(PS_PER_NS), ctx);
+                return;
+            }
+            let charge = self.charge(&pkt);
+            if charge > self.credit_bytes {
+                if !self.stalled {
+                    self.stalled = true;
+                    self.counters.credit_stalls += 1;
+                }
+                if let Some(&(at_ns, _)) = self.returning.front() {
+                    self.wake_pump(at_ns, ctx);
+                }
+                return;
+            }
+            self.stalled = false;
+            self.buffer.pop_front();
+            self.buffer_bytes -= charge;
+            if self.config.next_buffer_bytes.is_some() {
+                self.credit_bytes -= charge;
+            }
+            let ser_ps = u64::from(pkt.wire_bytes) * 8 * PS_PER_S / self.config.rate_bps;
+            self.line_free_ps = start_ps + ser_ps;
+            let arrive_ns = self.line_free_ps.div_ceil(PS_PER_NS) + self.config.delay_ns;
+            if self.on_line.is_empty() {
+                ctx.schedule(arrive_ns, DELIVER);
+            }
+            self.on_line.push_back((arrive_ns, pkt));
+            self.counters.packets_out += 1;
+            if let Some(up) = self.upstream {
+                ctx.send(up, credit_packet(charge), now_ns);
+            }
+        }
+    }
+}
+
+impl Node for CreditLink {
+    fn on_packet(&mut self, pkt: Packet, arrive_ns: u64, ctx: &mut Ctx<'_>) {
+        if pkt.kind == Kind::Credit {
+            // Freed buffer at the next port, seen here a line's delay later.
+            let at_ns = ctx.now_ns + self.config.delay_ns;
+            self.returning.push_back((at_ns, u64::from(pkt.len)));
+            if self.stalled {
+                self.wake_pump(at_ns, ctx);
+            }
+            return;
+        }
+        let charge = self.charge(&pkt);
+        let c = &mut self.counters;
+        c.packets_in += 1;
+        if self.buffer_bytes + charge > self.config.input_buffer_bytes {
+            c.packets_over_credit += 1;
+            c.data_bytes_over_credit += data_bytes(&pkt);
+            return;
+        }
+        c.data_bytes_in += data_bytes(&pkt);
+        self.buffer_bytes += charge;
+        c.max_buffer_bytes = c.max_buffer_bytes.max(self.buffer_bytes);
+        self.buffer.push_back((arrive_ns, pkt));
+        if self.buffer.len() == 1 {
+            self.pump(ctx);
+        }
+    }
+
+    fn on_timer(&mut self, token: u64, ctx: &mut Ctx<'_>) {
+        if token == DELIVER {
+            self.deliver(ctx);
+        } else if self.pump_at_ns == Some(ctx.now_ns) {
+            self.pump_at_ns = None;
+            self.pump(ctx);
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_takes_whole_blocks() {
+        assert_eq!(charge_bytes(1, 64), 64);
+        assert_eq!(charge_bytes(64, 64), 64);
+        assert_eq!(charge_bytes(2048 + 30, 64), 2112);
+    }
+}
