@@ -98,6 +98,7 @@ pub fn mixed_scenario(duration_s: f64) -> Scenario {
                     CcKind::Htcp
                 },
                 rtt_ms: Some(low + (high - low) * f64::from(i) / 9.0),
+                reverse: false,
             })
             .collect(),
     );

@@ -20,7 +20,7 @@ use crate::transport::Transport;
 use longhaul_link::Loss;
 
 use crate::link::{CbrSource, DelayLine, Link, LinkConfig};
-use crate::scenario::Resolved;
+use crate::scenario::{HostConfig, Resolved};
 use crate::tcp::receiver::{ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{SenderConfig, TcpSender};
 
@@ -48,6 +48,8 @@ pub struct Testbed {
     pub delays: Vec<NodeId>,
     /// The forward path's credit links, on a credit-based path.
     pub credit_links: Vec<NodeId>,
+    /// Whether each flow, by id, carries data from the receiving host back.
+    pub reverse: Vec<bool>,
     pub cross: Option<NodeId>,
 }
 
@@ -72,50 +74,71 @@ fn handshake_ns(kernel: Kernel, rtt_ms: f64) -> u64 {
     if kernel == Kernel::Ns3 { ns(rtt_ms) } else { 0 }
 }
 
-fn senders(r: &Resolved, group_of: &[usize]) -> Vec<Endpoint> {
-    let mss = r.sender.mss_bytes();
+/// The sending end of flow `i` (group `g`), on a host configured as `host`.
+fn sender_endpoint(r: &Resolved, i: usize, g: usize, host: &HostConfig) -> Endpoint {
+    let mss = host.mss_bytes();
+    let cc = r.flows[g].cc.build(
+        Window::new(
+            mss,
+            host.initial_cwnd(),
+            host.initial_ssthresh_segments.map(f64::from),
+        ),
+        host.kernel,
+    );
+    let config = SenderConfig {
+        mss_bytes: mss,
+        frame_overhead_bytes: r.path.frame_overhead_bytes,
+        min_rto_ns: ns(host.min_rto_ms),
+        snd_buf_bytes: host.snd_buf_max_bytes,
+        transfer_bytes: r.transfer_bytes,
+        kernel: host.kernel,
+        start_ns: ns(r.start_ms),
+        handshake_ns: handshake_ns(host.kernel, r.flows[g].rtt_ms),
+    };
+    Endpoint::TcpSender(TcpSender::new(i as u32, config, cc))
+}
+
+/// The receiving end of flow `i`, on a host configured as `host`.
+fn receiver_endpoint(r: &Resolved, i: usize, host: &HostConfig) -> Endpoint {
+    let config = ReceiverConfig {
+        mss_bytes: host.mss_bytes(),
+        frame_overhead_bytes: r.path.frame_overhead_bytes,
+        delayed_ack: host.delayed_ack,
+        delayed_ack_timeout_ns: ns(host.delayed_ack_timeout_ms),
+        auto_tuning: host.auto_tuning,
+        rcv_buf_bytes: host.rcv_buf_max_bytes,
+        kernel: host.kernel,
+    };
+    Endpoint::TcpReceiver(TcpReceiver::new(i as u32, config))
+}
+
+fn reverse_flows(r: &Resolved) -> Vec<bool> {
+    group_of_flows(r)
+        .iter()
+        .map(|&g| r.flows[g].reverse)
+        .collect()
+}
+
+/// Each flow's two ends: (those on the sending host, those on the receiving host),
+/// indexed by flow id. A reverse group's data leaves the receiving host.
+fn endpoints(r: &Resolved, group_of: &[usize]) -> (Vec<Endpoint>, Vec<Endpoint>) {
     group_of
         .iter()
         .enumerate()
         .map(|(i, &g)| {
-            let cc = r.flows[g].cc.build(
-                Window::new(
-                    mss,
-                    r.sender.initial_cwnd(),
-                    r.sender.initial_ssthresh_segments.map(f64::from),
-                ),
-                r.sender.kernel,
-            );
-            let config = SenderConfig {
-                mss_bytes: mss,
-                frame_overhead_bytes: r.path.frame_overhead_bytes,
-                min_rto_ns: ns(r.sender.min_rto_ms),
-                snd_buf_bytes: r.sender.snd_buf_max_bytes,
-                transfer_bytes: r.transfer_bytes,
-                kernel: r.sender.kernel,
-                start_ns: ns(r.start_ms),
-                handshake_ns: handshake_ns(r.sender.kernel, r.flows[g].rtt_ms),
-            };
-            Endpoint::TcpSender(TcpSender::new(i as u32, config, cc))
+            if r.flows[g].reverse {
+                (
+                    receiver_endpoint(r, i, &r.sender),
+                    sender_endpoint(r, i, g, &r.receiver),
+                )
+            } else {
+                (
+                    sender_endpoint(r, i, g, &r.sender),
+                    receiver_endpoint(r, i, &r.receiver),
+                )
+            }
         })
-        .collect()
-}
-
-fn receivers(r: &Resolved) -> Vec<Endpoint> {
-    (0..r.streams)
-        .map(|i| {
-            let config = ReceiverConfig {
-                mss_bytes: r.sender.mss_bytes(),
-                frame_overhead_bytes: r.path.frame_overhead_bytes,
-                delayed_ack: r.receiver.delayed_ack,
-                delayed_ack_timeout_ns: ns(r.receiver.delayed_ack_timeout_ms),
-                auto_tuning: r.receiver.auto_tuning,
-                rcv_buf_bytes: r.receiver.rcv_buf_max_bytes,
-                kernel: r.receiver.kernel,
-            };
-            Endpoint::TcpReceiver(TcpReceiver::new(i, config))
-        })
-        .collect()
+        .unzip()
 }
 
 /// Each group longer than the path gets a delay line (node id, extra one-way delay)
@@ -167,8 +190,7 @@ pub fn build(r: &Resolved) -> Testbed {
     let cross_id = (r.path.cross_traffic_bps > 0.0).then_some(if needs_rx_nic { 5 } else { 4 });
 
     let group_of = group_of_flows(r);
-    let senders = senders(r, &group_of);
-    let receivers = receivers(r);
+    let (senders, receivers) = endpoints(r, &group_of);
 
     let mut sim = Sim::new();
     sim.add(Box::new(Host::new(
@@ -232,6 +254,7 @@ pub fn build(r: &Resolved) -> Testbed {
         links,
         delays,
         credit_links: Vec::new(),
+        reverse: reverse_flows(r),
         cross: cross_id,
     }
 }
@@ -244,13 +267,13 @@ fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
     let rate_bps = r.path.rate_bps as u64;
     let frame_bytes = r.sender.mtu_bytes + r.path.frame_overhead_bytes;
     let group_of = group_of_flows(r);
+    let (senders, receivers) = endpoints(r, &group_of);
     let mut sim = Sim::new();
-    let sender = Host::new(
-        fwd_id,
-        r.sender.egress_rate_bps() as u64,
-        senders(r, &group_of),
-    )
-    .with_link_credit(r.path.queue_bytes, IB_CREDIT_BLOCK_BYTES, frame_bytes);
+    let sender = Host::new(fwd_id, r.sender.egress_rate_bps() as u64, senders).with_link_credit(
+        r.path.queue_bytes,
+        IB_CREDIT_BLOCK_BYTES,
+        frame_bytes,
+    );
     sim.add(Box::new(sender));
     let fwd = CreditLinkConfig {
         rate_bps,
@@ -263,7 +286,7 @@ fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
     sim.add(Box::new(Host::new(
         rev_id,
         r.receiver.egress_rate_bps() as u64,
-        receivers(r),
+        receivers,
     )));
     let rev = LinkConfig {
         rate_bps,
@@ -290,6 +313,7 @@ fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
         links: vec![rev_id],
         delays: Vec::new(),
         credit_links: vec![fwd_id, far_id],
+        reverse: reverse_flows(r),
         cross: None,
     }
 }
@@ -337,9 +361,15 @@ pub struct EndStream {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct End {
+    /// The forward flows: what the run measures.
     pub streams: Vec<EndStream>,
     pub sum_sent: Sum,
     pub sum_received: Sum,
+    /// Reverse groups' flows (data from the receiving host back), when there are any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reverse_streams: Vec<EndStream>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_reverse_received: Option<Sum>,
 }
 
 /// Whole-run counters. `data_*` are TCP payload bytes and obey conservation:
@@ -390,14 +420,18 @@ struct Snapshot {
     srtt_ns: u64,
 }
 
-fn snapshot(t: &Testbed) -> Vec<Snapshot> {
+/// Flow `i`'s (sending, receiving) ends.
+fn flow_ends(t: &Testbed, i: usize) -> (&Endpoint, &Endpoint) {
     let sender: &Host = t.sim.get(t.sender).expect("sender host");
     let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
-    sender
-        .endpoints()
-        .iter()
-        .zip(receiver.endpoints())
-        .map(|(s, r)| {
+    let (a, b) = (&sender.endpoints()[i], &receiver.endpoints()[i]);
+    if t.reverse[i] { (b, a) } else { (a, b) }
+}
+
+fn snapshot(t: &Testbed) -> Vec<Snapshot> {
+    (0..t.reverse.len())
+        .map(|i| {
+            let (s, r) = flow_ends(t, i);
             let (s, r) = (s.report(), r.report());
             Snapshot {
                 sent: s.sent_bytes,
@@ -429,11 +463,19 @@ fn sum(start: f64, end: f64, bytes: u64, retransmits: Option<u64>) -> Sum {
     }
 }
 
-fn interval(before: &[Snapshot], after: &[Snapshot], start: f64, end: f64) -> Interval {
+/// The forward flows over one interval (reverse ones are cross traffic, not measured).
+fn interval(
+    before: &[Snapshot],
+    after: &[Snapshot],
+    reverse: &[bool],
+    start: f64,
+    end: f64,
+) -> Interval {
     let streams: Vec<IntervalStream> = before
         .iter()
         .zip(after)
         .enumerate()
+        .filter(|&(i, _)| !reverse[i])
         .map(|(i, (b, a))| {
             let bytes = a.received - b.received;
             IntervalStream {
@@ -462,8 +504,9 @@ fn counters(t: &Testbed) -> Counters {
     let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
     let mut c = Counters {
         events_processed: t.sim.events_processed(),
-        data_bytes_sent: sender.counters().data_bytes_sent,
-        data_bytes_delivered: receiver.counters().data_bytes_received,
+        data_bytes_sent: sender.counters().data_bytes_sent + receiver.counters().data_bytes_sent,
+        data_bytes_delivered: receiver.counters().data_bytes_received
+            + sender.counters().data_bytes_received,
         data_bytes_dropped: 0,
         data_bytes_in_flight: 0,
         conserved: false,
@@ -499,7 +542,7 @@ fn counters(t: &Testbed) -> Counters {
         c.packets_dropped_queue += cc.packets_over_credit;
         c.max_queue_bytes = c.max_queue_bytes.max(cc.max_buffer_bytes);
     }
-    for e in sender.endpoints() {
+    for e in sender.endpoints().iter().chain(receiver.endpoints()) {
         let flow = e.report();
         c.retransmits += flow.retransmits;
         c.fast_recoveries += flow.fast_recoveries;
@@ -511,32 +554,35 @@ fn counters(t: &Testbed) -> Counters {
 }
 
 fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> End {
-    let sender: &Host = t.sim.get(t.sender).expect("sender host");
-    let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
-    let streams: Vec<EndStream> = first
-        .iter()
-        .zip(last)
-        .zip(sender.endpoints().iter().zip(receiver.endpoints()))
-        .map(|((f, l), (s, r))| {
-            let (s, r) = (s.report(), r.report());
-            EndStream {
-                sender: sum(
-                    0.0,
-                    duration_s,
-                    l.sent - f.sent,
-                    Some(l.retransmits - f.retransmits),
-                ),
-                receiver: sum(0.0, duration_s, l.received - f.received, None),
-                fast_recoveries: s.fast_recoveries,
-                timeouts: s.timeouts,
-                max_rcv_window_bytes: r.max_rcv_window_bytes,
-            }
-        })
-        .collect();
+    let stream = |i: usize| {
+        let (f, l) = (&first[i], &last[i]);
+        let (s, r) = flow_ends(t, i);
+        let (s, r) = (s.report(), r.report());
+        EndStream {
+            sender: sum(
+                0.0,
+                duration_s,
+                l.sent - f.sent,
+                Some(l.retransmits - f.retransmits),
+            ),
+            receiver: sum(0.0, duration_s, l.received - f.received, None),
+            fast_recoveries: s.fast_recoveries,
+            timeouts: s.timeouts,
+            max_rcv_window_bytes: r.max_rcv_window_bytes,
+        }
+    };
+    let (reverse, forward): (Vec<usize>, Vec<usize>) =
+        (0..first.len()).partition(|&i| t.reverse[i]);
+    let streams: Vec<EndStream> = forward.into_iter().map(stream).collect();
+    let reverse_streams: Vec<EndStream> = reverse.into_iter().map(stream).collect();
     let sent = streams.iter().map(|s| s.sender.bytes).sum();
     let retransmits = streams.iter().filter_map(|s| s.sender.retransmits).sum();
     let received = streams.iter().map(|s| s.receiver.bytes).sum();
+    let reverse_received = reverse_streams.iter().map(|s| s.receiver.bytes).sum();
     End {
+        sum_reverse_received: (!reverse_streams.is_empty())
+            .then(|| sum(0.0, duration_s, reverse_received, None)),
+        reverse_streams,
         streams,
         sum_sent: sum(0.0, duration_s, sent, Some(retransmits)),
         sum_received: sum(0.0, duration_s, received, None),
@@ -562,6 +608,7 @@ pub fn run(r: &Resolved) -> Report {
         intervals.push(interval(
             &before,
             &after,
+            &t.reverse,
             at_ns as f64 / NS_PER_S,
             next_ns as f64 / NS_PER_S,
         ));

@@ -65,6 +65,11 @@ pub struct FlowGroupSpec {
     /// added after the bottleneck. Absent: the path's.
     #[serde(default)]
     pub rtt_ms: Option<f64>,
+    /// Data from the receiving host back to the sending one, over the reverse link,
+    /// where it competes with the forward flows' ACKs: responsive cross traffic the
+    /// other way. Reported apart (`end.reverse_streams`), never in the sums.
+    #[serde(default)]
+    pub reverse: bool,
 }
 
 /// A group of flows, every value filled in.
@@ -73,6 +78,7 @@ pub struct FlowGroup {
     pub streams: u32,
     pub cc: CcKind,
     pub rtt_ms: f64,
+    pub reverse: bool,
 }
 
 fn default_interval_s() -> f64 {
@@ -550,6 +556,7 @@ fn resolve_flows(s: &Scenario, path: &PathConfig) -> Result<Vec<FlowGroup>, Scen
             streams: s.streams,
             cc: s.cc,
             rtt_ms: path.rtt_ms,
+            reverse: false,
         }]);
     };
     if s.streams != default_streams() || s.cc != default_cc() {
@@ -578,13 +585,26 @@ fn resolve_flows(s: &Scenario, path: &PathConfig) -> Result<Vec<FlowGroup>, Scen
             if g.streams == 0 {
                 return Err(err(&format!("flows[{i}].streams"), "must be at least 1"));
             }
+            if g.reverse && rtt_ms > path.rtt_ms {
+                return Err(err(
+                    &format!("flows[{i}].rtt_ms"),
+                    "a reverse group runs on the path's round trip: leave rtt_ms out",
+                ));
+            }
             Ok(FlowGroup {
                 streams: g.streams,
                 cc: g.cc,
                 rtt_ms,
+                reverse: g.reverse,
             })
         })
         .collect::<Result<_, _>>()?;
+    if resolved.iter().all(|g| g.reverse) {
+        return Err(err(
+            "flows",
+            "give at least one forward group (reverse: false): the run measures it",
+        ));
+    }
     let total: u32 = resolved.iter().map(|g| g.streams).sum();
     if total > MAX_STREAMS {
         return Err(err(

@@ -170,3 +170,66 @@ fn acks_lost_on_the_return_path_cost_little_cumulative_acks_cover_them() {
     );
     assert!(gb > 0.9 * ga, "{gb} against {ga}");
 }
+
+/// One forward cubic flow on 100 Mb/s x 20 ms, with `reverse` cubic flows the other way.
+fn two_way(reverse: u32) -> Report {
+    let reverse_group = if reverse > 0 {
+        format!(r#", {{"streams": {reverse}, "cc": "cubic", "reverse": true}}"#)
+    } else {
+        String::new()
+    };
+    simulate(
+        &format!(
+            r#"{{"duration_s": 10, "omit_s": 5,
+                 "path": {{"rate_bps": 1e8, "rtt_ms": 20, "queue_bytes": 250000, "reverse_queue_bytes": 250000}},
+                 "flows": [{{"streams": 1, "cc": "cubic"}}{reverse_group}]}}"#
+        ),
+        Some(1),
+    )
+}
+
+#[test]
+fn reverse_flows_share_the_return_path_with_the_acks_and_are_reported_apart() {
+    let alone = two_way(0);
+    let both = two_way(1);
+    for r in [&alone, &both] {
+        assert!(r.counters.conserved, "{:?}", r.counters);
+    }
+    assert!(alone.end.reverse_streams.is_empty() && alone.end.sum_reverse_received.is_none());
+    assert_eq!(
+        (both.end.streams.len(), both.end.reverse_streams.len()),
+        (1, 1)
+    );
+    assert_eq!(
+        both.end.sum_received.bytes,
+        both.end.streams[0].receiver.bytes
+    );
+    let reverse_bps = both
+        .end
+        .sum_reverse_received
+        .as_ref()
+        .unwrap()
+        .bits_per_second;
+    assert!(
+        reverse_bps > 20e6,
+        "the reverse flow moves data: {reverse_bps}"
+    );
+    // ACKs queued behind data on the way back: the forward flow's share of its line
+    // falls (two-way traffic, Zhang, Shenker and Clark, SIGCOMM 1991).
+    let (a, b) = (
+        alone.end.sum_received.bits_per_second,
+        both.end.sum_received.bits_per_second,
+    );
+    assert!(b < 0.9 * a, "alone {a}, with reverse traffic {b}");
+}
+
+#[test]
+fn a_scenario_of_reverse_groups_only_is_refused() {
+    let e = load(
+        r#"{"duration_s": 1, "path": {"rate_bps": 1e8, "rtt_ms": 20},
+            "flows": [{"streams": 1, "reverse": true}]}"#,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "flows");
+}
