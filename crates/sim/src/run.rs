@@ -554,21 +554,21 @@ fn counters(t: &Testbed) -> Counters {
 }
 
 fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> End {
-    let stream = |i: usize| {
-        let (f, l) = (&first[i], &last[i]);
-        let (s, r) = flow_ends(t, i);
-        let (s, r) = (s.report(), r.report());
+    let stream = |flow: usize| {
+        let (start, stop) = (&first[flow], &last[flow]);
+        let (sending, receiving) = flow_ends(t, flow);
+        let (sending, receiving) = (sending.report(), receiving.report());
         EndStream {
             sender: sum(
                 0.0,
                 duration_s,
-                l.sent - f.sent,
-                Some(l.retransmits - f.retransmits),
+                stop.sent - start.sent,
+                Some(stop.retransmits - start.retransmits),
             ),
-            receiver: sum(0.0, duration_s, l.received - f.received, None),
-            fast_recoveries: s.fast_recoveries,
-            timeouts: s.timeouts,
-            max_rcv_window_bytes: r.max_rcv_window_bytes,
+            receiver: sum(0.0, duration_s, stop.received - start.received, None),
+            fast_recoveries: sending.fast_recoveries,
+            timeouts: sending.timeouts,
+            max_rcv_window_bytes: receiving.max_rcv_window_bytes,
         }
     };
     let (reverse, forward): (Vec<usize>, Vec<usize>) =
