@@ -123,6 +123,12 @@ struct LinkCredit {
 pub struct Host {
     egress: NodeId,
     credit: Option<LinkCredit>,
+    /// On a network: each endpoint's flow id, and each flow id's endpoint (`u32::MAX`
+    /// for flows this host has no end of). Empty: endpoint `i` is flow `i`.
+    flow_ids: Vec<u32>,
+    slot_of_flow: Vec<u32>,
+    /// Whether each endpoint is its flow's receiving end (its packets travel back).
+    back: Vec<bool>,
     rate_bps: u64,
     nic_free_ps: u64,
     horizon_ps: u64,
@@ -145,6 +151,9 @@ impl Host {
         Self {
             egress,
             credit: None,
+            flow_ids: Vec::new(),
+            slot_of_flow: Vec::new(),
+            back: Vec::new(),
             rate_bps,
             nic_free_ps: 0,
             horizon_ps,
@@ -177,6 +186,37 @@ impl Host {
         self
     }
 
+    /// Endpoints that are not indexed by flow id: `ends[i]` = (flow id, whether it is the
+    /// flow's receiving end), for a host among many on a network.
+    #[must_use]
+    pub fn with_flow_ids(mut self, ends: &[(u32, bool)]) -> Self {
+        assert_eq!(ends.len(), self.endpoints.len(), "one flow id per endpoint");
+        let flows = ends.iter().map(|&(f, _)| f as usize + 1).max().unwrap_or(0);
+        self.slot_of_flow = vec![u32::MAX; flows];
+        for (slot, &(flow, _)) in ends.iter().enumerate() {
+            self.slot_of_flow[flow as usize] = slot as u32;
+        }
+        self.flow_ids = ends.iter().map(|&(f, _)| f).collect();
+        self.back = ends.iter().map(|&(_, b)| b).collect();
+        self
+    }
+
+    /// The endpoint of `flow` on this host, if it has one.
+    fn slot(&self, flow: u32) -> Option<usize> {
+        if self.slot_of_flow.is_empty() {
+            return Some(flow as usize).filter(|&i| i < self.endpoints.len());
+        }
+        match self.slot_of_flow.get(flow as usize) {
+            Some(&slot) if slot != u32::MAX => Some(slot as usize),
+            _ => None,
+        }
+    }
+
+    /// Flow id of endpoint `i`.
+    pub fn flow_id(&self, i: usize) -> u32 {
+        self.flow_ids.get(i).copied().unwrap_or(i as u32)
+    }
+
     pub fn endpoints(&self) -> &[Endpoint] {
         &self.endpoints
     }
@@ -199,7 +239,10 @@ impl Host {
         !credit.waiting
     }
 
-    fn transmit(&mut self, pkt: Packet, ctx: &mut Ctx<'_>) {
+    fn transmit(&mut self, i: usize, mut pkt: Packet, ctx: &mut Ctx<'_>) {
+        // The egress link is the first of the route; a switch takes the next.
+        pkt.hop = 1;
+        pkt.back = self.back.get(i).copied().unwrap_or(false);
         if let Some(credit) = &mut self.credit {
             credit.bytes -= charge_bytes(pkt.wire_bytes, credit.block_bytes);
         }
@@ -242,7 +285,7 @@ impl Host {
             let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns) else {
                 break;
             };
-            self.transmit(pkt, ctx);
+            self.transmit(i, pkt, ctx);
             sent += 1;
         }
         sent > 0
@@ -285,7 +328,7 @@ impl Host {
             while self.has_credit()
                 && let Some(pkt) = self.endpoints[i].poll_transmit(ctx.now_ns)
             {
-                self.transmit(pkt, ctx);
+                self.transmit(i, pkt, ctx);
             }
         } else if !self.nic_blocked {
             self.serve(i, usize::MAX, ctx);
@@ -309,10 +352,9 @@ impl Node for Host {
         if pkt.kind == Kind::Data {
             self.counters.data_bytes_received += u64::from(pkt.len);
         }
-        let i = pkt.flow as usize;
-        if i >= self.endpoints.len() {
+        let Some(i) = self.slot(pkt.flow) else {
             return;
-        }
+        };
         self.endpoints[i].handle_packet(ctx.now_ns, &pkt);
         self.after_change(i, ctx);
     }

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod event;
 pub mod host;
 pub mod link;
+pub mod network;
 pub mod packet;
 pub mod presets;
 pub mod run;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use longhaul_sim::{bench, presets, run, scenario};
+use longhaul_sim::{bench, network, presets, run, scenario};
 
 #[derive(Parser)]
 #[command(
@@ -21,6 +21,14 @@ struct Cli {
 enum Command {
     /// Run a scenario (JSON file, or - for stdin) and print the results as JSON.
     Run {
+        scenario: String,
+        /// Seed of the random streams (overrides the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Run a network scenario (hosts, switches, links, flows on routes; JSON file or -)
+    /// and print each flow group's results as JSON.
+    Network {
         scenario: String,
         /// Seed of the random streams (overrides the scenario's).
         #[arg(long)]
@@ -63,7 +71,7 @@ fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(first) = args.get(1)
         && (first == "-" || !first.starts_with('-'))
-        && !["run", "bench", "presets", "help"].contains(&first.as_str())
+        && !["run", "network", "bench", "presets", "help"].contains(&first.as_str())
     {
         args.insert(1, "run".to_string());
     }
@@ -80,6 +88,18 @@ fn main() -> ExitCode {
                 }
             };
             print_json(&run::run(&resolved));
+        }
+        Command::Network { scenario, seed } => {
+            let resolved = match read_scenario(&scenario)
+                .and_then(|json| network::load(&json, seed).map_err(|e| e.to_string()))
+            {
+                Ok(r) => r,
+                Err(message) => {
+                    eprintln!("longhaul-sim: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            print_json(&network::run(&resolved));
         }
         Command::Bench { json, seconds } => {
             if !(seconds.is_finite() && seconds > 0.0) {

@@ -47,6 +47,11 @@ pub struct Packet {
     pub delivered_ts_ns: u64,
     pub delivered_end: u64,
     pub retransmit: bool,
+    /// On a network of switches ([`crate::network`]): whether the packet travels from the
+    /// flow's receiving end to its sending end, and how many links of that direction's
+    /// route it has entered.
+    pub back: bool,
+    pub hop: u8,
     pub sack_count: u8,
     pub sack: [Range; MAX_SACK_BLOCKS],
 }
@@ -67,6 +72,8 @@ impl Packet {
             delivered_ts_ns: 0,
             delivered_end: 0,
             retransmit: false,
+            back: false,
+            hop: 0,
             sack_count: 0,
             sack: [Range::default(); MAX_SACK_BLOCKS],
         }

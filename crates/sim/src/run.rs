@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::cc::{Kernel, Window};
+use crate::cc::{CcKind, Kernel, Window};
 use crate::credit::{CreditLink, CreditLinkConfig, IB_CREDIT_BLOCK_BYTES};
 use crate::engine::Sim;
 use crate::event::NodeId;
@@ -53,7 +53,7 @@ pub struct Testbed {
     pub cross: Option<NodeId>,
 }
 
-fn ns(ms: f64) -> u64 {
+pub(crate) fn ns(ms: f64) -> u64 {
     (ms * NS_PER_MS).round() as u64
 }
 
@@ -74,10 +74,20 @@ fn handshake_ns(kernel: Kernel, rtt_ms: f64) -> u64 {
     if kernel == Kernel::Ns3 { ns(rtt_ms) } else { 0 }
 }
 
-/// The sending end of flow `i` (group `g`), on a host configured as `host`.
-fn sender_endpoint(r: &Resolved, i: usize, g: usize, host: &HostConfig) -> Endpoint {
+/// What a TCP flow is, beside its hosts.
+pub(crate) struct TcpFlow {
+    pub id: u32,
+    pub cc: CcKind,
+    pub frame_overhead_bytes: u32,
+    pub transfer_bytes: Option<u64>,
+    pub start_ms: f64,
+    pub rtt_ms: f64,
+}
+
+/// A flow's sending end on a host configured as `host`.
+pub(crate) fn tcp_sender(flow: &TcpFlow, host: &HostConfig) -> Endpoint {
     let mss = host.mss_bytes();
-    let cc = r.flows[g].cc.build(
+    let cc = flow.cc.build(
         Window::new(
             mss,
             host.initial_cwnd(),
@@ -87,29 +97,29 @@ fn sender_endpoint(r: &Resolved, i: usize, g: usize, host: &HostConfig) -> Endpo
     );
     let config = SenderConfig {
         mss_bytes: mss,
-        frame_overhead_bytes: r.path.frame_overhead_bytes,
+        frame_overhead_bytes: flow.frame_overhead_bytes,
         min_rto_ns: ns(host.min_rto_ms),
         snd_buf_bytes: host.snd_buf_max_bytes,
-        transfer_bytes: r.transfer_bytes,
+        transfer_bytes: flow.transfer_bytes,
         kernel: host.kernel,
-        start_ns: ns(r.start_ms),
-        handshake_ns: handshake_ns(host.kernel, r.flows[g].rtt_ms),
+        start_ns: ns(flow.start_ms),
+        handshake_ns: handshake_ns(host.kernel, flow.rtt_ms),
     };
-    Endpoint::TcpSender(TcpSender::new(i as u32, config, cc))
+    Endpoint::TcpSender(TcpSender::new(flow.id, config, cc))
 }
 
-/// The receiving end of flow `i`, on a host configured as `host`.
-fn receiver_endpoint(r: &Resolved, i: usize, host: &HostConfig) -> Endpoint {
+/// A flow's receiving end on a host configured as `host`.
+pub(crate) fn tcp_receiver(flow: &TcpFlow, host: &HostConfig) -> Endpoint {
     let config = ReceiverConfig {
         mss_bytes: host.mss_bytes(),
-        frame_overhead_bytes: r.path.frame_overhead_bytes,
+        frame_overhead_bytes: flow.frame_overhead_bytes,
         delayed_ack: host.delayed_ack,
         delayed_ack_timeout_ns: ns(host.delayed_ack_timeout_ms),
         auto_tuning: host.auto_tuning,
         rcv_buf_bytes: host.rcv_buf_max_bytes,
         kernel: host.kernel,
     };
-    Endpoint::TcpReceiver(TcpReceiver::new(i as u32, config))
+    Endpoint::TcpReceiver(TcpReceiver::new(flow.id, config))
 }
 
 fn reverse_flows(r: &Resolved) -> Vec<bool> {
@@ -126,15 +136,23 @@ fn endpoints(r: &Resolved, group_of: &[usize]) -> (Vec<Endpoint>, Vec<Endpoint>)
         .iter()
         .enumerate()
         .map(|(i, &g)| {
+            let flow = TcpFlow {
+                id: i as u32,
+                cc: r.flows[g].cc,
+                frame_overhead_bytes: r.path.frame_overhead_bytes,
+                transfer_bytes: r.transfer_bytes,
+                start_ms: r.start_ms,
+                rtt_ms: r.flows[g].rtt_ms,
+            };
             if r.flows[g].reverse {
                 (
-                    receiver_endpoint(r, i, &r.sender),
-                    sender_endpoint(r, i, g, &r.receiver),
+                    tcp_receiver(&flow, &r.sender),
+                    tcp_sender(&flow, &r.receiver),
                 )
             } else {
                 (
-                    sender_endpoint(r, i, g, &r.sender),
-                    receiver_endpoint(r, i, &r.receiver),
+                    tcp_sender(&flow, &r.sender),
+                    tcp_receiver(&flow, &r.receiver),
                 )
             }
         })
@@ -452,7 +470,7 @@ fn bps(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
-fn sum(start: f64, end: f64, bytes: u64, retransmits: Option<u64>) -> Sum {
+pub(crate) fn sum(start: f64, end: f64, bytes: u64, retransmits: Option<u64>) -> Sum {
     Sum {
         start,
         end,

@@ -232,7 +232,7 @@ impl std::fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-fn err(field: &str, message: impl Into<String>) -> ScenarioError {
+pub(crate) fn err(field: &str, message: impl Into<String>) -> ScenarioError {
     ScenarioError {
         field: field.to_string(),
         message: message.into(),
@@ -252,7 +252,7 @@ pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
     })
 }
 
-fn positive(field: &str, v: f64) -> Result<f64, ScenarioError> {
+pub(crate) fn positive(field: &str, v: f64) -> Result<f64, ScenarioError> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
@@ -260,7 +260,7 @@ fn positive(field: &str, v: f64) -> Result<f64, ScenarioError> {
     }
 }
 
-fn non_negative(field: &str, v: f64) -> Result<f64, ScenarioError> {
+pub(crate) fn non_negative(field: &str, v: f64) -> Result<f64, ScenarioError> {
     if v.is_finite() && v >= 0.0 {
         Ok(v)
     } else {
@@ -425,7 +425,7 @@ fn validate_credit_buffer(
     Ok(())
 }
 
-fn resolve_host(
+pub(crate) fn resolve_host(
     side: &str,
     preset: Option<&HostConfig>,
     spec: &HostSpec,
