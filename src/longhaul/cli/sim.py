@@ -105,6 +105,76 @@ def run(
     )
 
 
+@app.command()
+def network(
+    flows: Annotated[
+        list[str],
+        typer.Option(
+            "--flow",
+            help="FROM,TO[,LOOP]: streams from one host to another (node or site names), "
+            "around the topology's loop LOOP if given (e.g. 'ornl-host1,ornl-host2,"
+            "ORNL-Chicago x1'), else on the path of least delay. Repeat for more flows.",
+        ),
+    ],
+    topology_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--topology",
+            help="A topology TOML file; the shipped USN topology when omitted.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    cc: Annotated[str, typer.Option(help="Congestion control of every flow.")] = "cubic",
+    streams: Annotated[int, typer.Option(help="Streams per flow.", min=1)] = 1,
+    duration: Annotated[float, typer.Option(help="Seconds measured.", min=0.001)] = 10.0,
+    omit: Annotated[float, typer.Option(help="Seconds simulated first, left out.", min=0)] = 0.0,
+    host_preset: Annotated[
+        str | None, typer.Option(help="Host preset of every host (see `longhaul sim presets`).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the random streams.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
+) -> None:
+    """Simulate TCP flows between hosts of a topology: its switches, links and loops."""
+    from longhaul.cli.common import load_or_usn  # noqa: PLC0415
+    from longhaul.sim import network as sim_network  # noqa: PLC0415
+    from longhaul.sim import runner  # noqa: PLC0415
+
+    parsed = []
+    for text in flows:
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) not in (2, 3) or not all(parts):
+            fail(f"--flow {text!r}: give FROM,TO or FROM,TO,LOOP")
+        loop = parts[2] if len(parts) == 3 else None
+        parsed.append(sim_network.NetFlow(parts[0], parts[1], cc, streams, loop))
+    topology = load_or_usn(topology_file)
+    scenario = sim_network.network_scenario(
+        topology,
+        parsed,
+        duration_s=duration,
+        omit_s=omit,
+        host_preset=host_preset,
+        seed=seed,
+    )
+    report = runner.run_network(scenario)
+    if as_json:
+        print_json(report)
+        return
+    table = Table("from", "to", "links", "RTT ms", "Gb/s", "retransmits")
+    for group in report["groups"]:
+        table.add_row(
+            group["from"],
+            group["to"],
+            str(len(group["route"])),
+            f"{group['rtt_ms']:.2f}",
+            f"{group['sum_received']['bits_per_second'] / 1e9:.3f}",
+            str(group["sum_sent"].get("retransmits", 0)),
+        )
+    console.print(table)
+    perf = report["perf"]
+    console.print(f"simulated {perf['simulated_s']:g} s in {perf['wall_s']:.2f} s")
+
+
 def _simulator(*args: str) -> str:
     from longhaul.sim import runner  # noqa: PLC0415
 

@@ -37,8 +37,17 @@ def binary() -> Path:
 
 def run_scenario(scenario: dict[str, Any]) -> dict[str, Any]:
     """One scenario's results (iperf3-shaped JSON plus counters and perf)."""
+    return _simulate("run", scenario)
+
+
+def run_network(scenario: dict[str, Any]) -> dict[str, Any]:
+    """One network scenario's results: each flow group's goodput, counters and perf."""
+    return _simulate("network", scenario)
+
+
+def _simulate(command: str, scenario: dict[str, Any]) -> dict[str, Any]:
     done = subprocess.run(
-        [str(binary()), "run", "-"],
+        [str(binary()), command, "-"],
         input=json.dumps(scenario),
         capture_output=True,
         text=True,
