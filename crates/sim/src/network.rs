@@ -25,14 +25,13 @@ use crate::host::Host;
 use crate::link::{Link, LinkConfig};
 use crate::packet::Packet;
 use crate::presets;
-use crate::run::{Perf, Sum, TcpFlow, derive_seed, ns, sum, tcp_receiver, tcp_sender};
+use crate::run::{Perf, Schedule, Sum, TcpFlow, derive_seed, ns, sum, tcp_receiver, tcp_sender};
 use crate::scenario::{
     HostConfig, HostSpec, ScenarioError, err, non_negative, positive, resolve_host,
 };
 use crate::transport::Transport;
 use longhaul_link::Loss;
 
-const NS_PER_S: f64 = 1e9;
 /// A link's queue when none is given: one bandwidth-delay product of its own round trip,
 /// and never less than this many full frames.
 const MIN_DEFAULT_QUEUE_FRAMES: u64 = 64;
@@ -702,19 +701,14 @@ fn counters(b: &Built) -> NetCounters {
 pub fn run(r: &ResolvedNetwork) -> NetworkReport {
     let wall = Instant::now();
     let mut b = build(r);
-    let omit_ns = (r.omit_s * NS_PER_S).round() as u64;
-    let duration_ns = (r.duration_s * NS_PER_S).round() as u64;
-    let interval_ns = ((r.interval_s * NS_PER_S).round() as u64).max(1);
-    b.sim.run_until(omit_ns);
+    let schedule = Schedule::new(r.omit_s, r.duration_s, r.interval_s);
+    b.sim.run_until(schedule.omit_ns);
     let first = snapshot(&b);
     let mut before = first.clone();
     let mut intervals: Vec<Vec<GroupInterval>> = vec![Vec::new(); r.flows.len()];
-    let mut at_ns = 0;
-    while at_ns < duration_ns {
-        let next_ns = (at_ns + interval_ns).min(duration_ns);
-        b.sim.run_until(omit_ns + next_ns);
+    for (start, end, until_ns) in schedule.intervals() {
+        b.sim.run_until(until_ns);
         let after = snapshot(&b);
-        let (start, end) = (at_ns as f64 / NS_PER_S, next_ns as f64 / NS_PER_S);
         for (g, list) in intervals.iter_mut().enumerate() {
             let (_, got0, re0) = group_totals(&b, &before, g);
             let (_, got1, re1) = group_totals(&b, &after, g);
@@ -728,7 +722,6 @@ pub fn run(r: &ResolvedNetwork) -> NetworkReport {
             });
         }
         before = after;
-        at_ns = next_ns;
     }
     let groups = r
         .flows
@@ -752,18 +745,11 @@ pub fn run(r: &ResolvedNetwork) -> NetworkReport {
         })
         .collect();
     let counters = counters(&b);
-    let wall_s = wall.elapsed().as_secs_f64();
-    let simulated_s = (omit_ns + duration_ns) as f64 / NS_PER_S;
     NetworkReport {
         source: "simulated",
         scenario: r.clone(),
         groups,
-        perf: Perf {
-            wall_s,
-            simulated_s,
-            realtime_factor: simulated_s / wall_s.max(1e-9),
-            events_per_s: counters.events_processed as f64 / wall_s.max(1e-9),
-        },
+        perf: Perf::since(wall, schedule.simulated_s(), counters.events_processed),
         counters,
     }
 }

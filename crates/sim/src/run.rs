@@ -230,18 +230,7 @@ pub fn build(r: &Resolved) -> Testbed {
     sim.add(Box::new(
         Link::new(fwd, fwd_next, derive_seed(r.seed, 1)).with_routes(routes),
     ));
-    sim.add(Box::new(Host::new(
-        rev_id,
-        r.receiver.egress_rate_bps() as u64,
-        receivers,
-    )));
-    let rev = LinkConfig {
-        rate_bps,
-        delay_ns: one_way_ns,
-        queue_bytes: r.path.reverse_queue_bytes,
-        loss: r.path.reverse_loss,
-    };
-    sim.add(Box::new(Link::new(rev, sender_id, derive_seed(r.seed, 2))));
+    add_receiver_and_return(&mut sim, r, receivers, (receiver_id, sender_id));
     let mut links = vec![fwd_id, rev_id];
     if let Some(id) = rx_nic_id {
         let ring = RX_RING_FRAMES * u64::from(r.receiver.mtu_bytes + r.path.frame_overhead_bytes);
@@ -277,6 +266,28 @@ pub fn build(r: &Resolved) -> Testbed {
     }
 }
 
+/// The receiving host (node `receiver`), and after it the reverse link back to the
+/// sender (node `receiver + 1`: the path's rate and delay, its own queue and loss).
+fn add_receiver_and_return(
+    sim: &mut Sim,
+    r: &Resolved,
+    receivers: Vec<Endpoint>,
+    (receiver, sender): (NodeId, NodeId),
+) {
+    let rate_bps = r.receiver.egress_rate_bps() as u64;
+    assert_eq!(
+        sim.add(Box::new(Host::new(receiver + 1, rate_bps, receivers))),
+        receiver
+    );
+    let rev = LinkConfig {
+        rate_bps: r.path.rate_bps as u64,
+        delay_ns: ns(r.path.rtt_ms / 2.0),
+        queue_bytes: r.path.reverse_queue_bytes,
+        loss: r.path.reverse_loss,
+    };
+    sim.add(Box::new(Link::new(rev, sender, derive_seed(r.seed, 2))));
+}
+
 /// sender -> credit link (the path: rate, delay, the near buffer `queue_bytes`) -> credit
 /// link (the far buffer, at the receiver's interface rate) -> receiver -> reverse link.
 fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
@@ -301,18 +312,7 @@ fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
         block_bytes: IB_CREDIT_BLOCK_BYTES,
     };
     sim.add(Box::new(CreditLink::new(fwd, far_id, Some(sender_id))));
-    sim.add(Box::new(Host::new(
-        rev_id,
-        r.receiver.egress_rate_bps() as u64,
-        receivers,
-    )));
-    let rev = LinkConfig {
-        rate_bps,
-        delay_ns: one_way_ns,
-        queue_bytes: r.path.reverse_queue_bytes,
-        loss: r.path.reverse_loss,
-    };
-    sim.add(Box::new(Link::new(rev, sender_id, derive_seed(r.seed, 2))));
+    add_receiver_and_return(&mut sim, r, receivers, (receiver_id, sender_id));
     let far = CreditLinkConfig {
         rate_bps: (r.receiver.egress_rate_bps() as u64).min(rate_bps),
         delay_ns: 0,
@@ -607,47 +607,79 @@ fn end(t: &Testbed, first: &[Snapshot], last: &[Snapshot], duration_s: f64) -> E
     }
 }
 
+/// A run's clock: a warm-up left out, then intervals up to the measured duration.
+#[allow(clippy::struct_field_names)] // units in names
+pub(crate) struct Schedule {
+    pub omit_ns: u64,
+    duration_ns: u64,
+    interval_ns: u64,
+}
+
+impl Schedule {
+    pub fn new(omit_s: f64, duration_s: f64, interval_s: f64) -> Self {
+        Self {
+            omit_ns: (omit_s * NS_PER_S).round() as u64,
+            duration_ns: (duration_s * NS_PER_S).round() as u64,
+            interval_ns: ((interval_s * NS_PER_S).round() as u64).max(1),
+        }
+    }
+
+    /// Each interval's (start, end) after the warm-up, in seconds, with the virtual
+    /// time its end falls at.
+    pub fn intervals(&self) -> impl Iterator<Item = (f64, f64, u64)> + use<> {
+        let (omit_ns, duration_ns, interval_ns) =
+            (self.omit_ns, self.duration_ns, self.interval_ns);
+        (0..duration_ns.div_ceil(interval_ns)).map(move |k| {
+            let (at_ns, next_ns) = (k * interval_ns, ((k + 1) * interval_ns).min(duration_ns));
+            (
+                at_ns as f64 / NS_PER_S,
+                next_ns as f64 / NS_PER_S,
+                omit_ns + next_ns,
+            )
+        })
+    }
+
+    pub fn simulated_s(&self) -> f64 {
+        (self.omit_ns + self.duration_ns) as f64 / NS_PER_S
+    }
+}
+
+impl Perf {
+    /// A run that began at `wall`, simulated `simulated_s` and processed `events`.
+    pub(crate) fn since(wall: Instant, simulated_s: f64, events: u64) -> Self {
+        let wall_s = wall.elapsed().as_secs_f64();
+        Perf {
+            wall_s,
+            simulated_s,
+            realtime_factor: simulated_s / wall_s.max(1e-9),
+            events_per_s: events as f64 / wall_s.max(1e-9),
+        }
+    }
+}
+
 /// Run a resolved scenario to the end and report.
 pub fn run(r: &Resolved) -> Report {
     let wall = Instant::now();
     let mut t = build(r);
-    let omit_ns = (r.omit_s * NS_PER_S).round() as u64;
-    let duration_ns = (r.duration_s * NS_PER_S).round() as u64;
-    let interval_ns = ((r.interval_s * NS_PER_S).round() as u64).max(1);
-    t.sim.run_until(omit_ns);
+    let schedule = Schedule::new(r.omit_s, r.duration_s, r.interval_s);
+    t.sim.run_until(schedule.omit_ns);
     let first = snapshot(&t);
     let mut before = first.clone();
     let mut intervals = Vec::new();
-    let mut at_ns = 0;
-    while at_ns < duration_ns {
-        let next_ns = (at_ns + interval_ns).min(duration_ns);
-        t.sim.run_until(omit_ns + next_ns);
+    for (start, end, until_ns) in schedule.intervals() {
+        t.sim.run_until(until_ns);
         let after = snapshot(&t);
-        intervals.push(interval(
-            &before,
-            &after,
-            &t.reverse,
-            at_ns as f64 / NS_PER_S,
-            next_ns as f64 / NS_PER_S,
-        ));
+        intervals.push(interval(&before, &after, &t.reverse, start, end));
         before = after;
-        at_ns = next_ns;
     }
     let end = end(&t, &first, &before, r.duration_s);
     let counters = counters(&t);
-    let wall_s = wall.elapsed().as_secs_f64();
-    let simulated_s = (omit_ns + duration_ns) as f64 / NS_PER_S;
     Report {
         source: "simulated",
         scenario: r.clone(),
         intervals,
         end,
-        perf: Perf {
-            wall_s,
-            simulated_s,
-            realtime_factor: simulated_s / wall_s.max(1e-9),
-            events_per_s: counters.events_processed as f64 / wall_s.max(1e-9),
-        },
+        perf: Perf::since(wall, schedule.simulated_s(), counters.events_processed),
         counters,
     }
 }
