@@ -25,7 +25,9 @@ use crate::host::Host;
 use crate::link::{Link, LinkConfig};
 use crate::packet::Packet;
 use crate::presets;
-use crate::run::{Perf, Schedule, Sum, TcpFlow, derive_seed, ns, sum, tcp_receiver, tcp_sender};
+use crate::run::{
+    Counters, Perf, Schedule, Sum, TcpFlow, derive_seed, ns, sum, tcp_receiver, tcp_sender,
+};
 use crate::scenario::{
     HostConfig, HostSpec, ScenarioError, err, non_negative, positive, resolve_host,
 };
@@ -622,23 +624,11 @@ pub struct GroupReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NetCounters {
-    pub events_processed: u64,
-    pub data_bytes_sent: u64,
-    pub data_bytes_delivered: u64,
-    pub data_bytes_dropped: u64,
-    pub data_bytes_in_flight: u64,
-    pub conserved: bool,
-    pub packets_dropped_queue: u64,
-    pub packets_dropped_line: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetworkReport {
     pub source: &'static str,
     pub scenario: ResolvedNetwork,
     pub groups: Vec<GroupReport>,
-    pub counters: NetCounters,
+    pub counters: Counters,
     pub perf: Perf,
 }
 
@@ -668,32 +658,15 @@ fn group_totals(b: &Built, snap: &[(u64, u64, u64)], g: usize) -> (u64, u64, u64
         })
 }
 
-fn counters(b: &Built) -> NetCounters {
-    let mut c = NetCounters {
-        events_processed: b.sim.events_processed(),
-        data_bytes_sent: 0,
-        data_bytes_delivered: 0,
-        data_bytes_dropped: 0,
-        data_bytes_in_flight: 0,
-        conserved: false,
-        packets_dropped_queue: 0,
-        packets_dropped_line: 0,
-    };
+fn counters(b: &Built) -> Counters {
+    let mut c = Counters::new(b.sim.events_processed());
     for h in 0..b.hosts {
-        let host: &Host = b.sim.get(h).expect("host");
-        c.data_bytes_sent += host.counters().data_bytes_sent;
-        c.data_bytes_delivered += host.counters().data_bytes_received;
+        c.tally_host(b.sim.get(h).expect("host"));
     }
     for &id in &b.link_nodes {
-        let link: &Link = b.sim.get(id).expect("link");
-        let lc = link.counters();
-        c.data_bytes_dropped += lc.data_bytes_dropped;
-        c.data_bytes_in_flight += link.data_bytes_in_flight();
-        c.packets_dropped_queue += lc.packets_dropped_queue;
-        c.packets_dropped_line += lc.packets_dropped_line;
+        c.tally_link(b.sim.get(id).expect("link"));
     }
-    c.conserved =
-        c.data_bytes_sent == c.data_bytes_delivered + c.data_bytes_dropped + c.data_bytes_in_flight;
+    c.check_conservation();
     c
 }
 

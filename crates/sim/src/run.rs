@@ -517,36 +517,66 @@ fn interval(
     }
 }
 
-fn counters(t: &Testbed) -> Counters {
-    let sender: &Host = t.sim.get(t.sender).expect("sender host");
-    let receiver: &Host = t.sim.get(t.receiver).expect("receiver host");
-    let mut c = Counters {
-        events_processed: t.sim.events_processed(),
-        data_bytes_sent: sender.counters().data_bytes_sent + receiver.counters().data_bytes_sent,
-        data_bytes_delivered: receiver.counters().data_bytes_received
-            + sender.counters().data_bytes_received,
-        data_bytes_dropped: 0,
-        data_bytes_in_flight: 0,
-        conserved: false,
-        packets_dropped_queue: 0,
-        packets_dropped_line: 0,
-        max_queue_bytes: 0,
-        retransmits: 0,
-        fast_recoveries: 0,
-        timeouts: 0,
-        cross_traffic_packets: t
-            .cross
-            .and_then(|id| t.sim.get::<CbrSource>(id))
-            .map_or(0, CbrSource::sent_packets),
-    };
-    for &id in &t.links {
-        let link: &Link = t.sim.get(id).expect("link");
+impl Counters {
+    /// Counters of a run that processed `events`, before any node is tallied.
+    pub(crate) fn new(events: u64) -> Self {
+        Self {
+            events_processed: events,
+            data_bytes_sent: 0,
+            data_bytes_delivered: 0,
+            data_bytes_dropped: 0,
+            data_bytes_in_flight: 0,
+            conserved: false,
+            packets_dropped_queue: 0,
+            packets_dropped_line: 0,
+            max_queue_bytes: 0,
+            retransmits: 0,
+            fast_recoveries: 0,
+            timeouts: 0,
+            cross_traffic_packets: 0,
+        }
+    }
+
+    /// Add what a host sent and received, and its flows' recoveries.
+    pub(crate) fn tally_host(&mut self, host: &Host) {
+        self.data_bytes_sent += host.counters().data_bytes_sent;
+        self.data_bytes_delivered += host.counters().data_bytes_received;
+        for e in host.endpoints() {
+            let flow = e.report();
+            self.retransmits += flow.retransmits;
+            self.fast_recoveries += flow.fast_recoveries;
+            self.timeouts += flow.timeouts;
+        }
+    }
+
+    /// Add what a drop-tail link holds and dropped.
+    pub(crate) fn tally_link(&mut self, link: &Link) {
         let lc = link.counters();
-        c.data_bytes_dropped += lc.data_bytes_dropped;
-        c.data_bytes_in_flight += link.data_bytes_in_flight();
-        c.packets_dropped_queue += lc.packets_dropped_queue;
-        c.packets_dropped_line += lc.packets_dropped_line;
-        c.max_queue_bytes = c.max_queue_bytes.max(lc.max_queue_bytes);
+        self.data_bytes_dropped += lc.data_bytes_dropped;
+        self.data_bytes_in_flight += link.data_bytes_in_flight();
+        self.packets_dropped_queue += lc.packets_dropped_queue;
+        self.packets_dropped_line += lc.packets_dropped_line;
+        self.max_queue_bytes = self.max_queue_bytes.max(lc.max_queue_bytes);
+    }
+
+    /// Whether every byte sent is delivered, dropped or in flight.
+    pub(crate) fn check_conservation(&mut self) {
+        self.conserved = self.data_bytes_sent
+            == self.data_bytes_delivered + self.data_bytes_dropped + self.data_bytes_in_flight;
+    }
+}
+
+fn counters(t: &Testbed) -> Counters {
+    let mut c = Counters::new(t.sim.events_processed());
+    c.cross_traffic_packets = t
+        .cross
+        .and_then(|id| t.sim.get::<CbrSource>(id))
+        .map_or(0, CbrSource::sent_packets);
+    for id in [t.sender, t.receiver] {
+        c.tally_host(t.sim.get(id).expect("host"));
+    }
+    for &id in &t.links {
+        c.tally_link(t.sim.get(id).expect("link"));
     }
     for &id in &t.delays {
         let line: &DelayLine = t.sim.get(id).expect("delay line");
@@ -560,14 +590,7 @@ fn counters(t: &Testbed) -> Counters {
         c.packets_dropped_queue += cc.packets_over_credit;
         c.max_queue_bytes = c.max_queue_bytes.max(cc.max_buffer_bytes);
     }
-    for e in sender.endpoints().iter().chain(receiver.endpoints()) {
-        let flow = e.report();
-        c.retransmits += flow.retransmits;
-        c.fast_recoveries += flow.fast_recoveries;
-        c.timeouts += flow.timeouts;
-    }
-    c.conserved =
-        c.data_bytes_sent == c.data_bytes_delivered + c.data_bytes_dropped + c.data_bytes_in_flight;
+    c.check_conservation();
     c
 }
 
