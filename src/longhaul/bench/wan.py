@@ -107,6 +107,9 @@ class Plan:
     pings: int = 50
     loss: float = 0.0
     """Random loss per packet on the circuits."""
+    loss_seeds: tuple[int, ...] = (1,)
+    """The emulator's loss seeds: each iperf3 case runs once per seed, each on a circuit
+    of its own (another pattern of losses); pings only on the first."""
     repetitions: int = 1
 
     def cases(self) -> list[Case]:
@@ -115,9 +118,13 @@ class Plan:
             for rtt in self.rtts_ms:
                 base = Case(rate, rtt, "ping", cc=self.cc, loss=self.loss, pings=self.pings,
                             duration_s=self.duration_s, omit_s=self.omit_s,
-                            repetitions=self.repetitions)  # fmt: skip
+                            repetitions=self.repetitions, loss_seed=self.loss_seeds[0])  # fmt: skip
                 cases.append(base)
-                cases += [replace(base, test="iperf3", streams=n) for n in self.streams]
+                cases += [
+                    replace(base, test="iperf3", streams=n, loss_seed=seed)
+                    for seed in self.loss_seeds
+                    for n in self.streams
+                ]
         return cases
 
 
@@ -400,6 +407,7 @@ def _summarize(case: Case, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "rate_gbps": case.rate_gbps,
         "rtt_ms": rtt,
         "loss": case.loss,
+        "loss_seed": case.loss_seed,
         "cc": "ping" if case.test == "ping" else case.cc,
         "streams": 0 if case.test == "ping" else case.streams,
         "test": case.test,
