@@ -19,7 +19,7 @@ use std::any::Any;
 use crate::credit::charge_bytes;
 use crate::engine::{Ctx, Node};
 use crate::event::NodeId;
-use crate::packet::{Kind, Packet};
+use crate::packet::{Kind, Packet, RouteStep};
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
 use crate::transport::{FlowReport, Transport};
@@ -241,8 +241,7 @@ impl Host {
 
     fn transmit(&mut self, i: usize, mut pkt: Packet, ctx: &mut Ctx<'_>) {
         // The egress link is the first of the route; a switch takes the next.
-        pkt.hop = 1;
-        pkt.back = self.back.get(i).copied().unwrap_or(false);
+        pkt.route = RouteStep::first(self.back.get(i).copied().unwrap_or(false));
         if let Some(credit) = &mut self.credit {
             credit.bytes -= charge_bytes(pkt.wire_bytes, credit.block_bytes);
         }

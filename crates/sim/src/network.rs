@@ -7,7 +7,7 @@
 //! and come back on the other, as USN's loops did), or else the path of least delay.
 //! Its acknowledgements come back over the same links. Routes are carried by the packet,
 //! source-routing style: a switch forwards a packet onto the next link of its flow's
-//! route in its direction (`Packet::back`, `Packet::hop`), so one switch can be crossed
+//! route in its direction (`Packet::route`), so one switch can be crossed
 //! twice by a loop. Switches forward at once; queueing, rate, delay and loss belong to
 //! the links (one drop-tail [`Link`] per direction). A host has one link: its interface.
 
@@ -23,7 +23,7 @@ use crate::engine::{Ctx, Node, Sim};
 use crate::event::NodeId;
 use crate::host::Host;
 use crate::link::{Link, LinkConfig};
-use crate::packet::Packet;
+use crate::packet::{Packet, RouteStep};
 use crate::presets;
 use crate::run::{
     Counters, Perf, Schedule, Sum, TcpFlow, derive_seed, ns, sum, tcp_receiver, tcp_sender,
@@ -418,9 +418,6 @@ impl Graph<'_> {
         if at != to || hops.is_empty() {
             return Err(err(field, "the route does not end at the flow's `to` host"));
         }
-        if hops.len() > usize::from(u8::MAX) {
-            return Err(err(field, "at most 255 links"));
-        }
         Ok(hops)
     }
 }
@@ -452,6 +449,12 @@ fn resolve_flow(
             .least_delay(ends[0], ends[1])
             .ok_or_else(|| err(&field("to"), format!("no path from {:?}", f.from)))?,
     };
+    if hops.len() > RouteStep::MAX_HOPS {
+        return Err(err(
+            &field("route"),
+            format!("at most {} links, got {}", RouteStep::MAX_HOPS, hops.len()),
+        ));
+    }
     let rtt_ms = 2.0
         * hops
             .iter()
@@ -483,9 +486,9 @@ pub struct Switch {
 
 impl Node for Switch {
     fn on_packet(&mut self, mut pkt: Packet, arrive_ns: u64, ctx: &mut Ctx<'_>) {
-        let route = &self.routes[pkt.flow as usize][usize::from(pkt.back)];
-        let next = route[usize::from(pkt.hop)];
-        pkt.hop += 1;
+        let route = &self.routes[pkt.flow as usize][usize::from(pkt.route.back())];
+        let next = route[pkt.route.hop()];
+        pkt.route = pkt.route.next();
         ctx.send(next, pkt, arrive_ns);
     }
 

@@ -28,6 +28,39 @@ pub struct Range {
     pub end: u64,
 }
 
+/// Where a packet is on its flow's route through a network of switches: its direction
+/// (the high bit: from the flow's receiving end back to its sending end) and how many
+/// links of that direction's route it has entered (the low seven bits). One byte, so a
+/// packet stays 120 bytes: at 128 the simulator ran 5-7 % slower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RouteStep(u8);
+
+impl RouteStep {
+    const BACK: u8 = 0x80;
+    /// The longest route a step can count.
+    pub const MAX_HOPS: usize = 127;
+
+    /// Leaving the host: onto the first link of the route, in this direction.
+    pub fn first(back: bool) -> Self {
+        Self(1 | if back { Self::BACK } else { 0 })
+    }
+
+    pub fn back(self) -> bool {
+        self.0 & Self::BACK != 0
+    }
+
+    /// Links of the route entered so far: the index of the next one.
+    pub fn hop(self) -> usize {
+        usize::from(self.0 & !Self::BACK)
+    }
+
+    #[must_use]
+    pub fn next(self) -> Self {
+        debug_assert!(self.hop() < Self::MAX_HOPS);
+        Self(self.0 + 1)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet {
     pub kind: Kind,
@@ -47,11 +80,9 @@ pub struct Packet {
     pub delivered_ts_ns: u64,
     pub delivered_end: u64,
     pub retransmit: bool,
-    /// On a network of switches ([`crate::network`]): whether the packet travels from the
-    /// flow's receiving end to its sending end, and how many links of that direction's
-    /// route it has entered.
-    pub back: bool,
-    pub hop: u8,
+    /// On a network of switches ([`crate::network`]): where the packet is on its flow's
+    /// route.
+    pub route: RouteStep,
     pub sack_count: u8,
     pub sack: [Range; MAX_SACK_BLOCKS],
 }
@@ -72,8 +103,7 @@ impl Packet {
             delivered_ts_ns: 0,
             delivered_end: 0,
             retransmit: false,
-            back: false,
-            hop: 0,
+            route: RouteStep::default(),
             sack_count: 0,
             sack: [Range::default(); MAX_SACK_BLOCKS],
         }
@@ -81,5 +111,19 @@ impl Packet {
 
     pub fn sack_blocks(&self) -> &[Range] {
         &self.sack[..usize::from(self.sack_count)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_step_keeps_its_direction_as_it_counts() {
+        let step = RouteStep::first(true).next().next();
+        assert!(step.back());
+        assert_eq!(step.hop(), 3);
+        assert!(!RouteStep::first(false).back());
+        assert_eq!(std::mem::size_of::<Packet>(), 120);
     }
 }
