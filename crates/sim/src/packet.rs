@@ -31,7 +31,7 @@ pub struct Range {
 /// Where a packet is on its flow's route through a network of switches: its direction
 /// (the high bit: from the flow's receiving end back to its sending end) and how many
 /// links of that direction's route it has entered (the low seven bits). One byte, so a
-/// packet stays 120 bytes: at 128 the simulator ran 5-7 % slower.
+/// packet stays small: at 128 bytes against 120 the simulator ran 5-7 % slower.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RouteStep(u8);
 
@@ -80,11 +80,13 @@ pub struct Packet {
     pub delivered_ts_ns: u64,
     pub delivered_end: u64,
     pub retransmit: bool,
+    /// SACK blocks as offsets from `ack` (TCP's own blocks are 32-bit sequence numbers):
+    /// half the bytes of absolute ones, which keeps a packet at 96 bytes.
+    sack: [(u32, u32); MAX_SACK_BLOCKS],
     /// On a network of switches ([`crate::network`]): where the packet is on its flow's
     /// route.
     pub route: RouteStep,
-    pub sack_count: u8,
-    pub sack: [Range; MAX_SACK_BLOCKS],
+    sack_count: u8,
 }
 
 impl Packet {
@@ -105,12 +107,28 @@ impl Packet {
             retransmit: false,
             route: RouteStep::default(),
             sack_count: 0,
-            sack: [Range::default(); MAX_SACK_BLOCKS],
+            sack: [(0, 0); MAX_SACK_BLOCKS],
         }
     }
 
-    pub fn sack_blocks(&self) -> &[Range] {
-        &self.sack[..usize::from(self.sack_count)]
+    /// The SACK blocks, most recent first.
+    pub fn sack_blocks(&self) -> impl Iterator<Item = Range> + '_ {
+        self.sack[..usize::from(self.sack_count)]
+            .iter()
+            .map(|&(start, end)| Range {
+                start: self.ack + u64::from(start),
+                end: self.ack + u64::from(end),
+            })
+    }
+
+    /// Carry `blocks` (at most `MAX_SACK_BLOCKS`, above `ack`, set before).
+    pub fn set_sack_blocks(&mut self, blocks: &[Range]) {
+        let offset =
+            |at: u64| u32::try_from(at - self.ack).expect("a SACK block within 4 GiB of the ACK");
+        for (slot, block) in self.sack.iter_mut().zip(blocks) {
+            *slot = (offset(block.start), offset(block.end));
+        }
+        self.sack_count = blocks.len().min(MAX_SACK_BLOCKS) as u8;
     }
 }
 
@@ -124,6 +142,6 @@ mod tests {
         assert!(step.back());
         assert_eq!(step.hop(), 3);
         assert!(!RouteStep::first(false).back());
-        assert_eq!(std::mem::size_of::<Packet>(), 120);
+        assert_eq!(std::mem::size_of::<Packet>(), 96);
     }
 }

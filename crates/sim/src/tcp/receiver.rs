@@ -253,8 +253,7 @@ impl TcpReceiver {
         pkt.ts_ns = now_ns;
         pkt.ts_echo_ns = self.ts_recent_ns;
         (pkt.delivered_ts_ns, pkt.delivered_end) = self.last_arrival;
-        pkt.sack = sack;
-        pkt.sack_count = n as u8;
+        pkt.set_sack_blocks(&sack[..n]);
         self.unacked_segments = 0;
         self.delack_deadline_ns = None;
         // `tcp_dec_quickack_mode`: a pure ACK counts one.
@@ -438,19 +437,19 @@ mod tests {
         let mut r = receiver(true);
         let a = r.on_data(0, &seg(1000)).unwrap();
         assert_eq!(
-            (a.ack, a.sack_blocks()),
+            (a.ack, a.sack_blocks().collect::<Vec<_>>()),
             (
                 0,
-                &[Range {
+                vec![Range {
                     start: 1000,
                     end: 2000
-                }][..]
+                }]
             )
         );
         let a = r.on_data(0, &seg(3000)).unwrap();
         assert_eq!(
-            a.sack_blocks(),
-            &[
+            a.sack_blocks().collect::<Vec<_>>(),
+            vec![
                 Range {
                     start: 3000,
                     end: 4000
@@ -459,17 +458,17 @@ mod tests {
                     start: 1000,
                     end: 2000
                 }
-            ][..]
+            ]
         );
         let a = r.on_data(0, &seg(0)).unwrap();
         assert_eq!(
-            (a.ack, a.sack_blocks()),
+            (a.ack, a.sack_blocks().collect::<Vec<_>>()),
             (
                 2000,
-                &[Range {
+                vec![Range {
                     start: 3000,
                     end: 4000
-                }][..]
+                }]
             )
         );
         assert_eq!(r.bytes_received(), 2000);

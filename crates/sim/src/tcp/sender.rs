@@ -798,10 +798,11 @@ mod tests {
         let mut p = Packet::new(Kind::Ack, 0, 64);
         p.ack = ack;
         p.wnd_bytes = 1 << 40;
-        for (i, &(start, end)) in sack.iter().enumerate() {
-            p.sack[i] = Range { start, end };
-        }
-        p.sack_count = sack.len() as u8;
+        let blocks: Vec<Range> = sack
+            .iter()
+            .map(|&(start, end)| Range { start, end })
+            .collect();
+        p.set_sack_blocks(&blocks);
         p
     }
 
@@ -903,9 +904,9 @@ mod tests {
         let mut s = sender(10.0);
         s.peer_right_edge = 10 * MSS;
         drain(&mut s, 0);
-        let window_limited = |p: Packet| Packet {
-            wnd_bytes: 10 * MSS,
-            ..p
+        let window_limited = |mut p: Packet| {
+            p.wnd_bytes = 10 * MSS;
+            p
         };
         // Segments 0 and 1 lost, 2..=9 SACKed: both holes go again, 0 first.
         s.on_ack(
