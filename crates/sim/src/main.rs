@@ -59,6 +59,20 @@ fn read_scenario(path: &str) -> Result<String, String> {
     }
 }
 
+/// Read and resolve a scenario with `resolve`; on bad input say why and give exit code 2.
+fn load<T>(
+    path: &str,
+    seed: Option<u64>,
+    resolve: fn(&str, Option<u64>) -> Result<T, scenario::ScenarioError>,
+) -> Result<T, ExitCode> {
+    read_scenario(path)
+        .and_then(|json| resolve(&json, seed).map_err(|e| e.to_string()))
+        .map_err(|message| {
+            eprintln!("longhaul-sim: {message}");
+            ExitCode::from(2)
+        })
+}
+
 fn print_json<T: serde::Serialize>(value: &T) {
     println!(
         "{}",
@@ -77,30 +91,14 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(args);
     match cli.command {
-        Command::Run { scenario, seed } => {
-            let resolved = match read_scenario(&scenario)
-                .and_then(|json| scenario::load(&json, seed).map_err(|e| e.to_string()))
-            {
-                Ok(r) => r,
-                Err(message) => {
-                    eprintln!("longhaul-sim: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            print_json(&run::run(&resolved));
-        }
-        Command::Network { scenario, seed } => {
-            let resolved = match read_scenario(&scenario)
-                .and_then(|json| network::load(&json, seed).map_err(|e| e.to_string()))
-            {
-                Ok(r) => r,
-                Err(message) => {
-                    eprintln!("longhaul-sim: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            print_json(&network::run(&resolved));
-        }
+        Command::Run { scenario, seed } => match load(&scenario, seed, scenario::load) {
+            Ok(resolved) => print_json(&run::run(&resolved)),
+            Err(code) => return code,
+        },
+        Command::Network { scenario, seed } => match load(&scenario, seed, network::load) {
+            Ok(resolved) => print_json(&network::run(&resolved)),
+            Err(code) => return code,
+        },
         Command::Bench { json, seconds } => {
             if !(seconds.is_finite() && seconds > 0.0) {
                 eprintln!("longhaul-sim: --seconds must be positive");
