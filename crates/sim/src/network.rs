@@ -29,7 +29,8 @@ use crate::run::{
     Counters, Perf, Schedule, Sum, TcpFlow, derive_seed, ns, sum, tcp_receiver, tcp_sender,
 };
 use crate::scenario::{
-    HostConfig, HostSpec, ScenarioError, err, non_negative, positive, resolve_host,
+    HostConfig, HostSpec, ScenarioError, default_cc, default_interval_s, default_streams, err,
+    named_host_preset, non_negative, parse_json, positive, resolve_host,
 };
 use crate::transport::Transport;
 use longhaul_link::Loss;
@@ -42,7 +43,7 @@ const MIN_DEFAULT_QUEUE_FRAMES: u64 = 64;
 #[serde(deny_unknown_fields)]
 pub struct NetworkScenario {
     pub duration_s: f64,
-    #[serde(default = "one")]
+    #[serde(default = "default_interval_s")]
     pub interval_s: f64,
     #[serde(default)]
     pub omit_s: f64,
@@ -53,10 +54,6 @@ pub struct NetworkScenario {
     pub switches: Vec<String>,
     pub links: Vec<NetLinkSpec>,
     pub flows: Vec<NetFlowSpec>,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -96,7 +93,7 @@ pub struct NetFlowSpec {
     pub to: String,
     #[serde(default = "default_cc")]
     pub cc: CcKind,
-    #[serde(default = "one_stream")]
+    #[serde(default = "default_streams")]
     pub streams: u32,
     #[serde(default)]
     pub start_ms: f64,
@@ -105,13 +102,6 @@ pub struct NetFlowSpec {
     /// Link ids from `from` to `to`, in order; absent: the path of least delay.
     #[serde(default)]
     pub route: Option<Vec<String>>,
-}
-
-fn default_cc() -> CcKind {
-    CcKind::Cubic
-}
-fn one_stream() -> u32 {
-    1
 }
 
 /// A link crossed in one direction: (link index, from `a` to `b`).
@@ -165,15 +155,7 @@ pub struct ResolvedNetwork {
 
 /// Parse and resolve a network scenario; errors name the field.
 pub fn load(json: &str, seed: Option<u64>) -> Result<ResolvedNetwork, ScenarioError> {
-    let de = &mut serde_json::Deserializer::from_str(json);
-    let spec: NetworkScenario = serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        ScenarioError {
-            field,
-            message: e.into_inner().to_string(),
-        }
-    })?;
-    resolve(&spec, seed)
+    resolve(&parse_json(json)?, seed)
 }
 
 /// Names of hosts and switches, each once: host ids map to 0..hosts, switches after.
@@ -204,15 +186,8 @@ fn resolve(spec: &NetworkScenario, seed: Option<u64>) -> Result<ResolvedNetwork,
         .hosts
         .iter()
         .map(|h| {
-            let preset = match &h.host_preset {
-                Some(name) => Some(presets::host_preset(name).ok_or_else(|| {
-                    err(
-                        &format!("hosts.{}.host_preset", h.id),
-                        format!("unknown preset {name:?} (see `longhaul-sim presets`)"),
-                    )
-                })?),
-                None => None,
-            };
+            let field = format!("hosts.{}.host_preset", h.id);
+            let preset = named_host_preset(&field, h.host_preset.as_deref())?;
             Ok(NetHost {
                 id: h.id.clone(),
                 host: resolve_host(&h.id, preset.as_ref(), &h.host)?,
@@ -247,11 +222,7 @@ fn resolve(spec: &NetworkScenario, seed: Option<u64>) -> Result<ResolvedNetwork,
             ));
         }
     }
-    let graph = Graph {
-        names: &names,
-        links: &links,
-        hosts: hosts.len(),
-    };
+    let graph = Graph::new(&names, &links, hosts.len());
     let flows = spec
         .flows
         .iter()
@@ -325,12 +296,35 @@ fn resolve_link(
 struct Graph<'a> {
     names: &'a BTreeMap<String, usize>,
     links: &'a [NetLink],
+    /// Each link's two ends, as node indices.
+    ends: Vec<(usize, usize)>,
     hosts: usize,
 }
 
-impl Graph<'_> {
-    fn node(&self, name: &str) -> usize {
-        self.names[name]
+impl<'a> Graph<'a> {
+    fn new(names: &'a BTreeMap<String, usize>, links: &'a [NetLink], hosts: usize) -> Self {
+        let ends = links.iter().map(|l| (names[&l.a], names[&l.b])).collect();
+        Self {
+            names,
+            links,
+            ends,
+            hosts,
+        }
+    }
+
+    /// The node `hop` leads to.
+    fn far_end(&self, (k, forward): Hop) -> usize {
+        let (a, b) = self.ends[k];
+        if forward { b } else { a }
+    }
+
+    /// The hop that leaves node `at` over link `k`, if `k` touches `at`.
+    fn hop_from(&self, at: usize, k: usize) -> Option<Hop> {
+        match self.ends[k] {
+            (a, _) if a == at => Some((k, true)),
+            (_, b) if b == at => Some((k, false)),
+            _ => None,
+        }
     }
 
     /// The links of least total delay from `from` to `to` (Dijkstra; ties to the
@@ -350,18 +344,14 @@ impl Graph<'_> {
                 continue;
             }
             for (k, l) in self.links.iter().enumerate() {
-                let (a, b) = (self.node(&l.a), self.node(&l.b));
-                let (v, forward) = if a == u {
-                    (b, true)
-                } else if b == u {
-                    (a, false)
-                } else {
+                let Some(hop) = self.hop_from(u, k) else {
                     continue;
                 };
+                let v = self.far_end(hop);
                 let cand = (d + ns(l.delay_ms), hops + 1);
                 if best[v].is_none_or(|old| cand < old) {
                     best[v] = Some(cand);
-                    via[v] = Some((k, forward));
+                    via[v] = Some(hop);
                     heap.push(std::cmp::Reverse((cand.0, cand.1, v)));
                 }
             }
@@ -372,8 +362,7 @@ impl Graph<'_> {
         while at != from {
             let (k, forward) = via[at].expect("reached");
             route.push((k, forward));
-            let l = &self.links[k];
-            at = self.node(if forward { &l.a } else { &l.b });
+            at = self.far_end((k, !forward));
         }
         route.reverse();
         Some(route)
@@ -394,20 +383,14 @@ impl Graph<'_> {
             let k = *link_ids
                 .get(id)
                 .ok_or_else(|| err(&format!("{field}[{j}]"), format!("no link {id:?}")))?;
-            let l = &self.links[k];
-            let (a, b) = (self.node(&l.a), self.node(&l.b));
-            let forward = if a == at {
-                true
-            } else if b == at {
-                false
-            } else {
-                return Err(err(
+            let hop = self.hop_from(at, k).ok_or_else(|| {
+                err(
                     &format!("{field}[{j}]"),
                     format!("link {id:?} does not start where the route is"),
-                ));
-            };
-            hops.push((k, forward));
-            at = if forward { b } else { a };
+                )
+            })?;
+            hops.push(hop);
+            at = self.far_end(hop);
             if at < self.hosts && at != to {
                 return Err(err(
                     &format!("{field}[{j}]"),

@@ -392,7 +392,7 @@ pub struct End {
 
 /// Whole-run counters. `data_*` are TCP payload bytes and obey conservation:
 /// sent = delivered + dropped + in flight.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Counters {
     pub events_processed: u64,
     pub data_bytes_sent: u64,
@@ -522,18 +522,7 @@ impl Counters {
     pub(crate) fn new(events: u64) -> Self {
         Self {
             events_processed: events,
-            data_bytes_sent: 0,
-            data_bytes_delivered: 0,
-            data_bytes_dropped: 0,
-            data_bytes_in_flight: 0,
-            conserved: false,
-            packets_dropped_queue: 0,
-            packets_dropped_line: 0,
-            max_queue_bytes: 0,
-            retransmits: 0,
-            fast_recoveries: 0,
-            timeouts: 0,
-            cross_traffic_packets: 0,
+            ..Self::default()
         }
     }
 

@@ -81,13 +81,13 @@ pub struct FlowGroup {
     pub reverse: bool,
 }
 
-fn default_interval_s() -> f64 {
+pub(crate) fn default_interval_s() -> f64 {
     1.0
 }
-fn default_cc() -> CcKind {
+pub(crate) fn default_cc() -> CcKind {
     CcKind::Cubic
 }
-fn default_streams() -> u32 {
+pub(crate) fn default_streams() -> u32 {
     1
 }
 
@@ -241,6 +241,11 @@ pub(crate) fn err(field: &str, message: impl Into<String>) -> ScenarioError {
 
 /// Parse JSON into a scenario; errors name the field (`path.loss.random: invalid type`).
 pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
+    parse_json(json)
+}
+
+/// Parse JSON into any scenario form, naming the field of an error.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, ScenarioError> {
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
@@ -425,6 +430,23 @@ fn validate_credit_buffer(
     Ok(())
 }
 
+/// The host preset `name`, if one is named; an unknown name is refused at `field`.
+pub(crate) fn named_host_preset(
+    field: &str,
+    name: Option<&str>,
+) -> Result<Option<HostConfig>, ScenarioError> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    presets::host_preset(name).map(Some).ok_or_else(|| {
+        let known: Vec<&str> = presets::host_presets().iter().map(|p| p.name).collect();
+        err(
+            field,
+            format!("unknown preset {name:?} (known: {})", known.join(", ")),
+        )
+    })
+}
+
 pub(crate) fn resolve_host(
     side: &str,
     preset: Option<&HostConfig>,
@@ -506,16 +528,7 @@ pub fn resolve(s: &Scenario, seed: Option<u64>) -> Result<Resolved, ScenarioErro
     if s.transfer_bytes == Some(0) {
         return Err(err("transfer_bytes", "must be at least 1"));
     }
-    let host_base = match &s.host_preset {
-        Some(name) => Some(presets::host_preset(name).ok_or_else(|| {
-            let known: Vec<&str> = presets::host_presets().iter().map(|p| p.name).collect();
-            err(
-                "host_preset",
-                format!("unknown preset {name:?} (known: {})", known.join(", ")),
-            )
-        })?),
-        None => None,
-    };
+    let host_base = named_host_preset("host_preset", s.host_preset.as_deref())?;
     let path = resolve_path(s)?;
     let sender = resolve_host("sender", host_base.as_ref(), &s.hosts.sender)?;
     let receiver = resolve_host("receiver", host_base.as_ref(), &s.hosts.receiver)?;

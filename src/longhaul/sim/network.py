@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longhaul.errors import InputError
+from longhaul.topology.circuits import host_link, loop_route
 from longhaul.topology.model import NodeKind
 from longhaul.topology.network import Topology
 
@@ -27,14 +28,6 @@ class NetFlow:
     loop: str | None = None
 
 
-def host_link(topology: Topology, host: str) -> str:
-    """The one link of `host`: its interface."""
-    links = [lk.id for lk in topology.links.values() if host in lk.nodes]
-    if len(links) != 1:
-        raise InputError("flow", f"host {host!r} has {len(links)} links; a host has one")
-    return links[0]
-
-
 def _host_id(topology: Topology, name: str, field: str) -> str:
     node_id = topology.resolve(name, field)
     if topology.nodes[node_id].kind != NodeKind.HOST:
@@ -46,17 +39,8 @@ def _host_id(topology: Topology, name: str, field: str) -> str:
 def _route(topology: Topology, flow: NetFlow, source: str, destination: str) -> list[str] | None:
     if flow.loop is None:
         return None
-    view = topology.loops.get(flow.loop)
-    if view is None:
-        raise InputError("loop", f"no loop {flow.loop!r} (loops: {', '.join(topology.loops)})")
-    out, back = host_link(topology, source), host_link(topology, destination)
-    start = view.loop.start
-    for host, link in ((source, out), (destination, back)):
-        if topology.links[link].other_end(host) != start:
-            raise InputError(
-                "loop", f"loop {flow.loop!r} starts at {start!r}, not where {host!r} hangs off"
-            )
-    return [out, *view.loop.links, back]
+    topology.loop_links(flow.loop)  # an unknown name is refused, listing the loops
+    return list(loop_route(topology, topology.loops[flow.loop], source, destination))
 
 
 def network_scenario(
@@ -79,8 +63,7 @@ def network_scenario(
         spec: dict[str, Any] = {"id": node_id}
         if host_preset:
             spec["host_preset"] = host_preset
-        rate_mbps = topology.links[host_link(topology, node_id)].capacity_mbps
-        spec["host"] = {"nic_rate_bps": rate_mbps * 1e6}
+        spec["host"] = {"nic_rate_bps": host_link(topology, node_id).capacity_mbps * 1e6}
         return spec
 
     def flow(f: NetFlow) -> dict[str, Any]:
@@ -101,7 +84,7 @@ def network_scenario(
         "duration_s": duration_s,
         "omit_s": omit_s,
         "interval_s": interval_s,
-        "hosts": [host(h) for h in hosts if _attached(topology, h)],
+        "hosts": [host(h) for h in hosts if topology.adjacency[h]],
         "switches": switches,
         "links": [
             {
@@ -118,7 +101,3 @@ def network_scenario(
     if seed is not None:
         scenario["seed"] = seed
     return scenario
-
-
-def _attached(topology: Topology, node_id: str) -> bool:
-    return any(node_id in lk.nodes for lk in topology.links.values())

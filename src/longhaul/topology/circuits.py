@@ -138,13 +138,19 @@ def loop_spec(topology: Topology, length_miles: float) -> CircuitSpec:
     hosts = [h for h in LOOP_HOSTS if h in topology.nodes]
     if len(hosts) != 2:
         raise InputError("loops", f"the topology lacks the loop hosts {', '.join(LOOP_HOSTS)}")
-    host_links = [_host_link(topology, h) for h in hosts]
+    path = topology.walk(hosts[0], loop_route(topology, view, hosts[0], hosts[1]))
+    return path_spec(topology, path, f"loop {miles_label(view.length_miles)} mi")
+
+
+def loop_route(topology: Topology, view: LoopView, src: str, dst: str) -> tuple[str, ...]:
+    """The links from host `src` around the loop to host `dst`: `src`'s link, the loop's,
+    `dst`'s link. Both hosts must hang off the switch the loop starts at."""
+    host_links = [host_link(topology, h) for h in (src, dst)]
     start = view.loop.start
-    for host, link in zip(hosts, host_links, strict=True):
+    for host, link in zip((src, dst), host_links, strict=True):
         if link.other_end(host) != start:
             raise InputError("loops", f"{host} is not attached to the loop's switch {start}")
-    path = topology.walk(hosts[0], (host_links[0].id, *view.path.link_ids, host_links[1].id))
-    return path_spec(topology, path, f"loop {miles_label(view.length_miles)} mi")
+    return (host_links[0].id, *view.path.link_ids, host_links[1].id)
 
 
 def miles_label(miles: float) -> str:
@@ -164,7 +170,8 @@ def _nearest_loop(topology: Topology, length_miles: float) -> LoopView:
     return view
 
 
-def _host_link(topology: Topology, host: str) -> Link:
+def host_link(topology: Topology, host: str) -> Link:
+    """The link on a host's port: its interface."""
     node = topology.nodes[host]
     if node.kind is not NodeKind.HOST or not node.ports:
         raise InputError("host", f"{host} is not a host with a port")

@@ -63,8 +63,6 @@ pub struct TcpReceiver {
     /// ACKs still to send at once, whatever the delayed-ACK rule (Linux's
     /// `icsk_ack.quick`; ns-3's first-segment rule).
     quick_acks: u32,
-    /// Linux's `icsk_ack.ato` set: the first data segment has arrived.
-    seen_data: bool,
     /// Linux's `rcv_ssthresh`: the most the window may offer now (`u64::MAX` on ns-3).
     rcv_ssthresh: u64,
     delack_deadline_ns: Option<u64>,
@@ -108,7 +106,6 @@ impl TcpReceiver {
             recent_count: 0,
             unacked_segments: 0,
             quick_acks,
-            seen_data: false,
             rcv_ssthresh,
             delack_deadline_ns: None,
             owed_ack: None,
@@ -180,12 +177,10 @@ impl TcpReceiver {
     /// acknowledged at once. The model takes the branch where the segment's memory
     /// (`truesize`) is within 4/3 of its length, as for myri10ge, which corrects
     /// `truesize` for its padding (`drivers/net/myri10ge/myri10ge.c`, 2.6.18).
+    /// ns-3's `rcv_ssthresh` is unbounded, so it never grows.
     fn grow_window(&mut self, len: u32) {
-        if !self.config.kernel.is_linux() || len < GROW_MIN_SEGMENT_BYTES {
-            return;
-        }
         let free = self.window_bytes.saturating_sub(self.ooo.total_bytes());
-        if self.rcv_ssthresh >= free || self.rcv_ssthresh >= self.window_bytes {
+        if len < GROW_MIN_SEGMENT_BYTES || self.rcv_ssthresh >= free {
             return;
         }
         let two_segments = 2 * u64::from(self.config.mss_bytes);
@@ -289,7 +284,9 @@ impl TcpReceiver {
             }
             return Some(self.ack(now_ns));
         }
-        // In order (possibly overlapping what we have).
+        // In order (possibly overlapping what we have). Nothing in order before: the
+        // first data segment (Linux's `icsk_ack.ato` still unset).
+        let first_data = self.rcv_nxt == 0;
         if self.unacked_segments == 0 {
             self.ts_recent_ns = pkt.ts_ns;
         }
@@ -305,10 +302,9 @@ impl TcpReceiver {
         self.unacked_segments += 1;
         // `tcp_event_data_recv`: the first data segment starts the delayed-ACK engine in
         // quick-ACK mode; each segment may open the window.
-        if self.config.kernel.is_linux() && !self.seen_data {
+        if self.config.kernel.is_linux() && first_data {
             self.incr_quick_acks();
         }
-        self.seen_data = true;
         self.grow_window(pkt.len);
         let quick = self.quick_acks > 0;
         if filled_hole || quick || !self.config.delayed_ack || self.unacked_segments >= 2 {
