@@ -19,6 +19,7 @@ use std::any::Any;
 use crate::credit::charge_bytes;
 use crate::engine::{Ctx, Node};
 use crate::event::NodeId;
+use crate::ib::perftest::IbEndpoint;
 use crate::packet::{Kind, Packet, RouteStep};
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
@@ -36,6 +37,7 @@ const NIC_TOKEN: u64 = u64::MAX;
 pub enum Endpoint {
     TcpSender(TcpSender),
     TcpReceiver(TcpReceiver),
+    Ib(IbEndpoint),
 }
 
 macro_rules! each_endpoint {
@@ -43,6 +45,7 @@ macro_rules! each_endpoint {
         match $endpoint {
             Endpoint::TcpSender($t) => $call,
             Endpoint::TcpReceiver($t) => $call,
+            Endpoint::Ib($t) => $call,
         }
     };
 }
@@ -66,6 +69,10 @@ impl Transport for Endpoint {
     }
     fn held_by_interface(&self) -> bool {
         each_endpoint!(self, t => t.held_by_interface())
+    }
+    #[inline]
+    fn packet_left(&mut self, left_ns: u64) {
+        each_endpoint!(self, t => t.packet_left(left_ns));
     }
     fn report(&self) -> FlowReport {
         each_endpoint!(self, t => t.report())
@@ -253,7 +260,9 @@ impl Host {
             self.counters.data_bytes_sent += u64::from(pkt.len);
         }
         self.counters.packets_sent += 1;
-        ctx.send(self.egress, pkt, self.nic_free_ps.div_ceil(PS_PER_NS));
+        let left_ns = self.nic_free_ps.div_ceil(PS_PER_NS);
+        self.endpoints[i].packet_left(left_ns);
+        ctx.send(self.egress, pkt, left_ns);
     }
 
     /// The interface is full: wake when half of what waits in it has gone. Like a NIC's

@@ -5,6 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use longhaul_link::layer::Layer;
+use longhaul_sim::ib::run::{Connection, Extender, Hca, IbReport, IbTest, Tool};
+use longhaul_sim::ib::{qp::Service, wire::LinkSpeed};
 use longhaul_sim::{bench, network, presets, run, scenario};
 
 #[derive(Parser)]
@@ -45,6 +48,137 @@ enum Command {
     },
     /// List the host and connection presets as JSON.
     Presets,
+    /// An InfiniBand perftest tool (`send_bw`, `write_bw`, `read_bw`, `rdma_bw`, `send_lat`,
+    /// `write_lat`, `read_lat`) between two HCAs, across a WAN loop between range extenders.
+    Ib(IbArgs),
+}
+
+#[derive(clap::Args)]
+struct IbArgs {
+    /// `send_bw`, `write_bw`, `read_bw`, `rdma_bw` (`ib_rdma_bw`), `send_lat`, `write_lat`, `read_lat`.
+    test: String,
+    /// Message size in bytes.
+    #[arg(short = 's', long, default_value_t = 65_536)]
+    size: u64,
+    /// Every size from 2 to 2^23 bytes.
+    #[arg(short = 'a', long)]
+    all: bool,
+    /// Queue pairs.
+    #[arg(short = 'q', long, default_value_t = 1)]
+    qps: u32,
+    /// Connection type: RC, UC or UD.
+    #[arg(short = 'c', long, default_value = "RC")]
+    connection_type: String,
+    /// Send-queue depth (default: the tool's own).
+    #[arg(short = 't', long)]
+    tx_depth: Option<u64>,
+    /// Iterations (default: the tool's own).
+    #[arg(short = 'n', long)]
+    iters: Option<u64>,
+    /// Both ways at once.
+    #[arg(short = 'b', long)]
+    bidirectional: bool,
+    /// RDMA reads outstanding (read tests).
+    #[arg(short = 'o', long, default_value_t = 4)]
+    outs: u32,
+    /// Path MTU: 256, 512, 1024, 2048, 4096.
+    #[arg(short = 'm', long, default_value_t = 2048)]
+    mtu: u32,
+    /// Connection set-up: cm (RDMA CM) or socket (perftest's TCP exchange).
+    #[arg(long, default_value = "cm")]
+    connection: String,
+    /// Round trip of the WAN loop, ms (USN: 0.28 at 0.2 miles, 26.8 at 1,400, 163 at 8,600).
+    #[arg(long, default_value_t = 0.28)]
+    rtt_ms: f64,
+    /// The range extenders' WAN layer: oc192, wanphy, lanphy; `none` for HCAs back to back.
+    #[arg(long, default_value = "oc192")]
+    wan: String,
+    /// HCA link speed: sdr or ddr.
+    #[arg(long, default_value = "sdr")]
+    hca: String,
+    /// Each range extender's buffer (credit across the WAN), bytes.
+    #[arg(long)]
+    extender_buffer_bytes: Option<u64>,
+    /// Print the whole report as JSON (a list with -a).
+    #[arg(long)]
+    json: bool,
+}
+
+impl IbArgs {
+    fn test(&self, bytes: u64) -> Result<IbTest, String> {
+        let tool = Tool::parse(&self.test)?;
+        let mut t = IbTest::new(tool, bytes, self.rtt_ms);
+        t.service = Service::parse(&self.connection_type)?;
+        if let Some(iters) = self.iters {
+            t.iters = iters;
+        }
+        if let Some(depth) = self.tx_depth {
+            t.tx_depth = depth;
+        }
+        t.qps = self.qps;
+        t.bidirectional = self.bidirectional;
+        t.max_reads = self.outs;
+        t.mtu_bytes = self.mtu;
+        t.connection = Connection::parse(&self.connection)?;
+        t.hca = Hca::infinihost_pcie_x8(LinkSpeed::parse(&self.hca)?);
+        t.extender = if self.wan == "none" {
+            None
+        } else {
+            let mut e = Extender::longbow_xr(Layer::parse(&self.wan)?);
+            if e.wan.line_rate_bps().is_none() {
+                return Err("--wan: a range extender needs a layer with a rate".into());
+            }
+            if let Some(b) = self.extender_buffer_bytes {
+                e.buffer_bytes = b;
+            }
+            Some(e)
+        };
+        t.check()?;
+        Ok(t)
+    }
+
+    fn sizes(&self) -> Vec<u64> {
+        if self.all {
+            (1..=23).map(|k| 1u64 << k).collect()
+        } else {
+            vec![self.size]
+        }
+    }
+}
+
+/// perftest's table: a line per size.
+fn print_ib_table(reports: &[IbReport]) {
+    let Some(first) = reports.first() else { return };
+    if first.test.tool.is_bandwidth() {
+        println!(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]");
+        for r in reports {
+            let peak = r
+                .client
+                .bw_peak_mb_s
+                .map_or("-".into(), |v| format!("{v:.2}"));
+            let avg = r.bw_average_mb_s.map_or("-".into(), |v| format!("{v:.2}"));
+            println!(
+                " {:<10} {:<14} {:<18} {}",
+                r.test.bytes, r.test.iters, peak, avg
+            );
+        }
+    } else {
+        println!(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]");
+        for r in reports {
+            if let Some(l) = &r.latency {
+                println!(
+                    " {:<6} {:<14} {:<14.2} {:<12.2} {:.2}",
+                    r.test.bytes, r.test.iters, l.min_us, l.max_us, l.typical_us
+                );
+            }
+        }
+    }
+    for r in reports.iter().filter(|r| !r.finished) {
+        eprintln!(
+            "longhaul-sim: size {} did not finish within {} s of virtual time",
+            r.test.bytes, r.test.time_limit_s
+        );
+    }
 }
 
 fn read_scenario(path: &str) -> Result<String, String> {
@@ -85,7 +219,7 @@ fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(first) = args.get(1)
         && (first == "-" || !first.starts_with('-'))
-        && !["run", "network", "bench", "presets", "help"].contains(&first.as_str())
+        && !["run", "network", "bench", "presets", "ib", "help"].contains(&first.as_str())
     {
         args.insert(1, "run".to_string());
     }
@@ -121,6 +255,27 @@ fn main() -> ExitCode {
                 }
             }
             print_json(&report);
+        }
+        Command::Ib(args) => {
+            let tests: Result<Vec<IbTest>, String> =
+                args.sizes().into_iter().map(|s| args.test(s)).collect();
+            let tests = match tests {
+                Ok(t) => t,
+                Err(message) => {
+                    eprintln!("longhaul-sim: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            let reports: Vec<IbReport> = tests.iter().map(longhaul_sim::ib::run::run).collect();
+            if args.json {
+                if args.all {
+                    print_json(&reports);
+                } else {
+                    print_json(&reports[0]);
+                }
+            } else {
+                print_ib_table(&reports);
+            }
         }
         Command::Presets => {
             print_json(&serde_json::json!({

@@ -41,5 +41,9 @@ pub trait Transport {
     /// data) or they leave at once (acknowledgements).
     fn held_by_interface(&self) -> bool;
 
+    /// The last packet `poll_transmit` gave leaves the interface (its last bit) at
+    /// `left_ns`: what completes on send (InfiniBand UC and UD) completes then.
+    fn packet_left(&mut self, _left_ns: u64) {}
+
     fn report(&self) -> FlowReport;
 }

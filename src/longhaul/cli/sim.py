@@ -28,9 +28,14 @@ def validate(
         str,
         typer.Option(
             help="Which yardsticks, comma-separated: ns3 (ns-3 on shared scenarios), kernel "
-            "(iperf3 through the emulated testbed; root), usn (the published profiles)."
+            "(iperf3 through the emulated testbed; root), usn (the published TCP profiles), "
+            "ib (the published InfiniBand results)."
         ),
     ] = "ns3,kernel,usn",
+    suite: Annotated[
+        str | None,
+        typer.Option(help="The same as --parts (e.g. --suite ib); wins over it when given."),
+    ] = None,
     workers: Annotated[
         int | None, typer.Option(help="Simulators side by side (default: one per core).", min=1)
     ] = None,
@@ -51,7 +56,7 @@ def validate(
     bulk.cc) or with --rerun-ns3, and what it answers is kept in the data directory."""
     from longhaul.sim import validation  # noqa: PLC0415
 
-    chosen = [p.strip() for p in parts.split(",") if p.strip()]
+    chosen = [p.strip() for p in (suite or parts).split(",") if p.strip()]
     unknown = sorted(set(chosen) - set(validation.PARTS))
     if unknown or not chosen:
         fail(f"--parts: choose among {', '.join(validation.PARTS)} (not {', '.join(unknown)})")
@@ -66,7 +71,8 @@ def validate(
         print_json(found)
         return
     for part, result in found.items():
-        _show(part, result)
+        if part != "summary":
+            _show(part, result)
 
 
 @app.command()
@@ -203,6 +209,9 @@ def _show(part: str, result: dict[str, Any]) -> None:
     if "skipped" in result:
         console.print(f"{part}: not run: {result['skipped']}")
         return
+    if part == "ib":
+        _show_ib(result)
+        return
     if part == "usn":
         table = Table(title="USN TCP profile (published vs simulated)", title_justify="left")
         for column in ("figure", "published", "simulated", "error", "within 25 %"):
@@ -257,6 +266,31 @@ def _show(part: str, result: dict[str, Any]) -> None:
             f"within, {linux['below_line_rate_within']} below line rate"
         )
         _show_ns3_notes(result)
+
+
+def _show_ib(result: dict[str, Any]) -> None:
+    table = Table(title="InfiniBand (published vs simulated)", title_justify="left")
+    for column in ("table", "figure", "published", "simulated", "error", "within"):
+        table.add_column(column)
+    for case in result["cases"]:
+        published = case["published"]
+        shown = (
+            f"{published[0]:g}-{published[1]:g}"
+            if isinstance(published, list)
+            else f"{published:g}"
+            if isinstance(published, float | int)
+            else str(published)
+        )
+        sim = case["sim"]
+        sim_shown = (
+            ", ".join(f"{k} {v:g}" for k, v in sim.items()) if isinstance(sim, dict) else f"{sim:g}"
+        )
+        error = "" if case["error"] is None else f"{case['error']:+.1%}"
+        verdict = "yes" if case["within"] else "[red]no[/red]"
+        table.add_row(case["table"], case["what"], shown, sim_shown, error, verdict)
+    console.print(table)
+    summary = result["summary"]
+    console.print(f"{summary['within']} of {summary['cases']} within; units: {result['units']}")
 
 
 def _show_ns3_notes(result: dict[str, Any]) -> None:

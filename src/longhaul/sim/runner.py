@@ -45,6 +45,20 @@ def run_network(scenario: dict[str, Any]) -> dict[str, Any]:
     return _simulate("network", scenario)
 
 
+def run_ib(args: Sequence[str]) -> dict[str, Any]:
+    """One InfiniBand perftest-shaped run, `longhaul-sim ib ARGS --json`."""
+    return _finish(
+        subprocess.run(
+            [str(binary()), "ib", *args, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        ),
+        "ib",
+    )
+
+
 def _simulate(command: str, scenario: dict[str, Any]) -> dict[str, Any]:
     done = subprocess.run(
         [str(binary()), command, "-"],
@@ -54,8 +68,12 @@ def _simulate(command: str, scenario: dict[str, Any]) -> dict[str, Any]:
         timeout=TIMEOUT_S,
         check=False,
     )
+    return _finish(done, "scenario")
+
+
+def _finish(done: subprocess.CompletedProcess[str], what: str) -> dict[str, Any]:
     if done.returncode == 2:
-        raise InputError("scenario", done.stderr.strip().removeprefix("longhaul-sim: "))
+        raise InputError(what, done.stderr.strip().removeprefix("longhaul-sim: "))
     if done.returncode != 0:
         raise RuntimeError(f"longhaul-sim failed: {done.stderr.strip()[-500:]}")
     report: dict[str, Any] = json.loads(done.stdout)

@@ -5,6 +5,9 @@
   mean goodput within 10 %, or the miss explained by a traced difference of models.
 - the kernel (`kernel`, `against_kernel`): reno and cubic through the emulated testbed against the
   simulator on the same circuit (needs root), within 10 %.
+- InfiniBand (`ib`, `against_ib`): the published RDMA profile over range extenders and the
+  RC/UC/UD transport study, from one HCA and extender model: RDMA write within 2 % and its
+  decrease per mile in range, transport figures within 15 %, the qualitative findings.
 - USN (`usn`, `against_usn`): the published distance profile of BIC and HTCP on host types I/II
   (`reference/tcp_profiles.csv`, `tcp_points.csv`), from one choice of path and host
   parameters (`USN_MODEL`, no fitting per cell): T̄ and average DPM within 25 %, and the
@@ -17,16 +20,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from longhaul.sim import ns3, runner
+from longhaul.sim.validation.against_ib import validate_ib
 from longhaul.sim.validation.against_kernel import validate_kernel
 from longhaul.sim.validation.against_ns3 import validate_ns3
 from longhaul.sim.validation.against_usn import USN_MODEL, validate_usn
 from longhaul.sim.validation.common import Progress
 
-PARTS = ("ns3", "kernel", "usn")
+PARTS = ("ns3", "kernel", "usn", "ib")
+DEFAULT_PARTS = ("ns3", "kernel", "usn")
+"""What `validate` runs unless told: the TCP yardsticks (the IB suite is asked for by name)."""
 
 
 def validate(
-    parts: Sequence[str] = PARTS,
+    parts: Sequence[str] = DEFAULT_PARTS,
     workers: int | None = None,
     progress: Progress | None = None,
     rerun_ns3: bool = False,
@@ -39,10 +45,18 @@ def validate(
                 found[part] = validate_ns3(workers, progress, rerun_ns3)
             elif part == "kernel":
                 found[part] = validate_kernel(progress)
+            elif part == "ib":
+                found[part] = validate_ib(workers, progress)
             else:
                 found[part] = validate_usn(USN_MODEL, workers, progress)
         except (ns3.Ns3UnavailableError, runner.SimUnavailableError) as exc:
             found[part] = {"skipped": str(exc)}
         except RuntimeError as exc:  # the testbed's errors: no root, no namespaces
             found[part] = {"skipped": str(exc)}
+    summaries = [r["summary"] for r in found.values() if "summary" in r]
+    if summaries:
+        found["summary"] = {
+            "cases": sum(s["cases"] for s in summaries),
+            "within": sum(s["within"] for s in summaries),
+        }
     return found

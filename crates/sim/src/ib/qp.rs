@@ -1,0 +1,796 @@
+//! A queue pair: InfiniBand's transport endpoint, sans-IO. The requester side turns
+//! posted work requests into packets and completes them; the responder side takes
+//! requests, acknowledges them (RC), answers reads, and tells the application when a
+//! message has arrived.
+//!
+//! The rules, from IBA vol. 1 rel. 1.2.1 chapter 9:
+//! - **RC** (§9.7): every packet has a PSN; the responder expects them in order,
+//!   acknowledges (coalesced: an ACK covers every PSN below the one it names), answers a
+//!   PSN beyond the one it expects with one NAK (PSN sequence error, §9.7.5.2.2) and
+//!   re-acknowledges duplicates (§9.7.5.1.1). The requester keeps at most
+//!   `max_unacked_packets` unacknowledged, completes a send or write when it is
+//!   acknowledged, goes back to the NAK'd PSN, and on its transport timer (local ACK
+//!   timeout, 4.096 µs x 2^timeout, §9.7.6.1.3) goes back to the oldest unacknowledged
+//!   PSN; `retry_count` timeouts in a row without progress put the QP in error.
+//! - **UC** (§9.8): PSNs but no acknowledgement; a work request completes once sent; a
+//!   packet lost loses its message, and the responder resumes at the next first packet.
+//! - **UD** (§9.8): one packet per message, at most the MTU; completion once sent.
+//! - **RDMA read** (§9.4.4): one request carrying the length; the responder answers
+//!   with response packets that use the PSNs after the request's; at most `max_reads`
+//!   reads outstanding (the initiator depth).
+//!
+//! Completions leave in the order work requests were posted (§10.8.6). Receive work
+//! requests are assumed always posted (perftest posts its whole receive depth and
+//! re-posts each one it uses), so no RNR NAK is modelled.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use super::wire::{self, IbPacket, Opcode, READ_RESPONSE, SEND, WRITE};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    Rc,
+    Uc,
+    Ud,
+}
+
+impl Service {
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name.to_ascii_uppercase().as_str() {
+            "RC" => Ok(Service::Rc),
+            "UC" => Ok(Service::Uc),
+            "UD" => Ok(Service::Ud),
+            _ => Err(format!("connection type {name:?} is not RC, UC or UD")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    Send,
+    Write,
+    Read,
+}
+
+impl Verb {
+    /// Which verbs a service offers (IBA vol. 1 table 81: UC has no read, UD only sends).
+    pub fn check(self, service: Service) -> Result<(), String> {
+        match (service, self) {
+            (Service::Rc, _)
+            | (Service::Uc, Verb::Send | Verb::Write)
+            | (Service::Ud, Verb::Send) => Ok(()),
+            _ => Err(format!("{service:?} has no {self:?} operation")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct QpConfig {
+    pub service: Service,
+    pub mtu_bytes: u32,
+    /// RC: packets sent and not yet acknowledged, at most.
+    pub max_unacked_packets: u64,
+    /// RDMA reads outstanding at most (the QP's initiator depth, `max_rd_atomic`).
+    pub max_reads: u32,
+    /// RC: the local ACK timeout, 4.096 µs x 2^timeout.
+    pub ack_timeout_ns: u64,
+    /// RC: timeouts in a row without progress before the QP goes to error.
+    pub retry_count: u32,
+    /// RC responder: acknowledge at least every this many packets (and every message's
+    /// last packet).
+    pub ack_every_packets: u64,
+}
+
+/// The local ACK timeout of a `timeout` exponent (IBA vol. 1 §9.7.6.1.3; 0 means none).
+pub fn ack_timeout_ns(exponent: u32) -> u64 {
+    if exponent == 0 {
+        u64::MAX
+    } else {
+        4_096 << exponent
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkRequest {
+    pub id: u64,
+    pub verb: Verb,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub id: u64,
+    pub at_ns: u64,
+    /// False when the QP went to error before the request completed.
+    pub ok: bool,
+}
+
+/// A message that arrived at the responder (a send, or the last packet of a write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    pub verb: Verb,
+    pub bytes: u64,
+    pub at_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct QpCounters {
+    pub packets_sent: u64,
+    pub packets_resent: u64,
+    pub payload_bytes_sent: u64,
+    pub acks_sent: u64,
+    pub naks_sent: u64,
+    pub timeouts: u64,
+    pub duplicates_received: u64,
+    pub messages_received: u64,
+    pub payload_bytes_received: u64,
+    /// The QP went to error (retries exhausted).
+    pub error: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posted {
+    wr: WorkRequest,
+    first_psn: u64,
+    /// PSNs the request uses: its packets, or a read's response packets.
+    packets: u64,
+    /// A read whose last response arrived; a send or write sent (UC/UD) or acknowledged.
+    done: bool,
+}
+
+impl Posted {
+    fn end_psn(&self) -> u64 {
+        self.first_psn + self.packets
+    }
+}
+
+/// The message the responder is in the middle of.
+#[derive(Debug, Clone, Copy, Default)]
+struct Incoming {
+    bytes: u64,
+    /// UC: a packet of this message was lost; drop the rest of it.
+    broken: bool,
+}
+
+/// A read the responder is answering: PSNs `next..end`, `bytes_left` still to send.
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    next_psn: u64,
+    first_psn: u64,
+    end_psn: u64,
+    bytes_left: u64,
+}
+
+pub struct Qp {
+    config: QpConfig,
+    // Requester.
+    queue: VecDeque<Posted>,
+    next_post_psn: u64,
+    /// The next PSN to put on the wire (go-back-N moves it back).
+    next_psn: u64,
+    /// The highest `next_psn` has been: what is below it and sent again is a resend.
+    sent_high_psn: u64,
+    /// Every PSN below this is acknowledged (RC) or needs no acknowledgement.
+    acked_psn: u64,
+    /// The next read-response PSN expected, and reads sent and not yet answered.
+    read_psn: u64,
+    reads_outstanding: u32,
+    timer_ns: Option<u64>,
+    retries: u32,
+    completions: VecDeque<Completion>,
+    /// UC/UD requests whose last packet was just handed out: they complete when it
+    /// has left the adapter ([`Qp::packet_left`]).
+    leaving: Vec<u64>,
+    // Responder.
+    expected_psn: u64,
+    incoming: Incoming,
+    unacked_received: u64,
+    nak_sent: bool,
+    nak_due: bool,
+    ack_due: bool,
+    answers: VecDeque<Answer>,
+    arrivals: VecDeque<Arrival>,
+    counters: QpCounters,
+}
+
+impl Qp {
+    pub fn new(config: QpConfig) -> Self {
+        assert!(config.max_unacked_packets > 0 && config.ack_every_packets > 0);
+        Self {
+            config,
+            queue: VecDeque::new(),
+            next_post_psn: 0,
+            next_psn: 0,
+            sent_high_psn: 0,
+            acked_psn: 0,
+            read_psn: 0,
+            reads_outstanding: 0,
+            timer_ns: None,
+            retries: 0,
+            completions: VecDeque::new(),
+            leaving: Vec::new(),
+            expected_psn: 0,
+            incoming: Incoming::default(),
+            unacked_received: 0,
+            nak_sent: false,
+            nak_due: false,
+            ack_due: false,
+            answers: VecDeque::new(),
+            arrivals: VecDeque::new(),
+            counters: QpCounters::default(),
+        }
+    }
+
+    pub fn config(&self) -> &QpConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &QpCounters {
+        &self.counters
+    }
+
+    /// Work requests posted and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Post a work request (the application keeps to its send-queue depth).
+    pub fn post(&mut self, wr: WorkRequest) {
+        debug_assert!(wr.verb.check(self.config.service).is_ok());
+        let packets = wire::packets_for(wr.bytes, self.config.mtu_bytes);
+        self.queue.push_back(Posted {
+            wr,
+            first_psn: self.next_post_psn,
+            packets,
+            done: false,
+        });
+        self.next_post_psn += packets;
+    }
+
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.completions.pop_front()
+    }
+
+    pub fn poll_arrival(&mut self) -> Option<Arrival> {
+        self.arrivals.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.timer_ns
+    }
+
+    fn reliable(&self) -> bool {
+        self.config.service == Service::Rc
+    }
+
+    /// The transport timer ran out: go back to the oldest unacknowledged PSN, or give up.
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        let Some(at) = self.timer_ns else { return };
+        if now_ns < at {
+            return;
+        }
+        self.counters.timeouts += 1;
+        self.retries += 1;
+        if self.retries > self.config.retry_count {
+            self.fail(now_ns);
+            return;
+        }
+        self.go_back(self.acked_psn);
+        self.timer_ns = Some(now_ns + self.config.ack_timeout_ns);
+    }
+
+    /// Retries exhausted: every request still queued completes in error (§10.3.1).
+    fn fail(&mut self, now_ns: u64) {
+        self.counters.error = true;
+        self.timer_ns = None;
+        for posted in self.queue.drain(..) {
+            self.completions.push_back(Completion {
+                id: posted.wr.id,
+                at_ns: now_ns,
+                ok: false,
+            });
+        }
+        self.next_psn = self.next_post_psn;
+        self.acked_psn = self.next_post_psn;
+    }
+
+    /// Resend from `psn` on: every request at or after it is sent again.
+    fn go_back(&mut self, psn: u64) {
+        self.next_psn = psn;
+        // Reads not yet fully answered are asked again from their request.
+        self.reads_outstanding = 0;
+        self.read_psn = psn;
+        if let Some(read) = self
+            .queue
+            .iter()
+            .find(|p| p.wr.verb == Verb::Read && !p.done && p.end_psn() > psn)
+        {
+            self.next_psn = self.next_psn.min(read.first_psn);
+            self.read_psn = read.first_psn;
+        }
+    }
+
+    fn restart_timer(&mut self, now_ns: u64) {
+        let waiting = self.acked_psn < self.next_psn || self.reads_outstanding > 0;
+        self.timer_ns = (self.reliable() && waiting && !self.counters.error)
+            .then(|| now_ns.saturating_add(self.config.ack_timeout_ns));
+    }
+
+    /// Complete, in posting order, every request at the front that is done.
+    fn complete_front(&mut self, now_ns: u64) {
+        while let Some(front) = self.queue.front() {
+            let done = match front.wr.verb {
+                Verb::Read => front.done,
+                _ if self.reliable() => front.end_psn() <= self.acked_psn,
+                _ => front.done,
+            };
+            if !done {
+                break;
+            }
+            let posted = self.queue.pop_front().expect("front");
+            self.completions.push_back(Completion {
+                id: posted.wr.id,
+                at_ns: now_ns,
+                ok: true,
+            });
+        }
+    }
+
+    /// The packet the responder owes first: an ACK or NAK, else a read response.
+    fn poll_responder(&mut self) -> Option<IbPacket> {
+        if self.nak_due || self.ack_due {
+            let op = if self.nak_due {
+                Opcode::NakSequence
+            } else {
+                Opcode::Ack
+            };
+            self.nak_due = false;
+            self.ack_due = false;
+            self.unacked_received = 0;
+            self.counters.acks_sent += 1;
+            return Some(IbPacket {
+                op,
+                psn: self.expected_psn.saturating_sub(1),
+                payload: 0,
+                value: self.expected_psn,
+            });
+        }
+        let answer = self.answers.front_mut()?;
+        let mtu = u64::from(self.config.mtu_bytes);
+        let payload = answer.bytes_left.min(mtu);
+        let count = answer.end_psn - answer.first_psn;
+        let op = Opcode::nth(READ_RESPONSE, answer.next_psn - answer.first_psn, count);
+        let pkt = IbPacket {
+            op,
+            psn: answer.next_psn,
+            payload: payload as u32,
+            value: 0,
+        };
+        answer.next_psn += 1;
+        answer.bytes_left -= payload;
+        if answer.next_psn == answer.end_psn {
+            self.answers.pop_front();
+        }
+        Some(pkt)
+    }
+
+    /// The requester's next packet, if its windows allow one.
+    fn poll_requester(&mut self, now_ns: u64) -> Option<IbPacket> {
+        if self.counters.error {
+            return None;
+        }
+        let unacked = self.next_psn.saturating_sub(self.acked_psn);
+        if self.reliable() && unacked >= self.config.max_unacked_packets {
+            return None;
+        }
+        let index = self.queue.partition_point(|p| p.end_psn() <= self.next_psn);
+        let posted = *self.queue.get(index)?;
+        let mtu = u64::from(self.config.mtu_bytes);
+        let resent = self.next_psn < self.sent_high_psn;
+        let pkt = if posted.wr.verb == Verb::Read {
+            if self.reads_outstanding >= self.config.max_reads {
+                return None;
+            }
+            if self.reads_outstanding == 0 {
+                self.read_psn = posted.first_psn;
+            }
+            self.reads_outstanding += 1;
+            self.next_psn = posted.end_psn();
+            IbPacket {
+                op: Opcode::ReadRequest,
+                psn: posted.first_psn,
+                payload: 0,
+                value: posted.wr.bytes,
+            }
+        } else {
+            let k = self.next_psn - posted.first_psn;
+            let payload = posted.wr.bytes.saturating_sub(k * mtu).min(mtu) as u32;
+            let op = match (self.config.service, posted.wr.verb) {
+                (Service::Ud, _) => Opcode::UdSend,
+                (_, Verb::Send) => Opcode::nth(SEND, k, posted.packets),
+                _ => Opcode::nth(WRITE, k, posted.packets),
+            };
+            self.next_psn += 1;
+            if !self.reliable() && self.next_psn == posted.end_psn() {
+                self.queue[index].done = true;
+                self.leaving.push(posted.wr.id);
+            }
+            IbPacket {
+                op,
+                psn: self.next_psn - 1,
+                payload,
+                value: 0,
+            }
+        };
+        self.sent_high_psn = self.sent_high_psn.max(self.next_psn);
+        self.counters.packets_sent += 1;
+        self.counters.payload_bytes_sent += u64::from(pkt.payload);
+        if resent {
+            self.counters.packets_resent += 1;
+        }
+        if self.reliable() && self.timer_ns.is_none() {
+            self.timer_ns = Some(now_ns.saturating_add(self.config.ack_timeout_ns));
+        }
+        Some(pkt)
+    }
+
+    /// The packet last handed out has left the adapter: unreliable requests it ended
+    /// complete now (IBA §10.8: UC and UD complete once sent).
+    pub fn packet_left(&mut self, left_ns: u64) {
+        if !self.leaving.is_empty() {
+            self.leaving.clear();
+            self.complete_front(left_ns);
+        }
+    }
+
+    /// The next packet this QP sends now, responder's first.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<IbPacket> {
+        self.poll_responder()
+            .or_else(|| self.poll_requester(now_ns))
+    }
+
+    /// A packet for this QP arrived.
+    pub fn handle_packet(&mut self, now_ns: u64, pkt: IbPacket) {
+        match pkt.op {
+            Opcode::Ack => self.on_ack(now_ns, pkt.value),
+            Opcode::NakSequence => {
+                self.on_ack(now_ns, pkt.value);
+                self.go_back(pkt.value);
+            }
+            op if op.is_read_response() => self.on_read_response(now_ns, pkt),
+            _ => self.on_request(now_ns, pkt),
+        }
+    }
+
+    /// Progress restarts the transport timer; a repeated ACK does not.
+    fn on_ack(&mut self, now_ns: u64, next_expected: u64) {
+        if next_expected > self.acked_psn {
+            self.acked_psn = next_expected.min(self.next_post_psn);
+            // After a go-back, what the ACK covers is not sent a second time.
+            self.next_psn = self.next_psn.max(self.acked_psn);
+            self.retries = 0;
+            self.complete_front(now_ns);
+            self.restart_timer(now_ns);
+        }
+    }
+
+    fn on_read_response(&mut self, now_ns: u64, pkt: IbPacket) {
+        if pkt.psn != self.read_psn {
+            return; // lost or duplicate: the transport timer asks again
+        }
+        self.read_psn += 1;
+        self.counters.payload_bytes_received += u64::from(pkt.payload);
+        // A response acknowledges every PSN before it (§9.7.5.1.2, implicit ACK).
+        self.acked_psn = self.acked_psn.max(pkt.psn + 1);
+        self.retries = 0;
+        if pkt.op.ends_message() {
+            self.reads_outstanding = self.reads_outstanding.saturating_sub(1);
+            if let Some(read) = self
+                .queue
+                .iter_mut()
+                .find(|p| p.wr.verb == Verb::Read && p.end_psn() == pkt.psn + 1)
+            {
+                read.done = true;
+            }
+            // The next read already asked for is answered next.
+            if let Some(next) = self
+                .queue
+                .iter()
+                .find(|p| p.wr.verb == Verb::Read && !p.done && p.first_psn < self.next_psn)
+            {
+                self.read_psn = next.first_psn;
+            }
+        }
+        self.complete_front(now_ns);
+        self.restart_timer(now_ns);
+    }
+
+    fn on_request(&mut self, now_ns: u64, pkt: IbPacket) {
+        match self.config.service {
+            Service::Rc => self.on_reliable_request(now_ns, pkt),
+            Service::Uc => self.on_unreliable_request(now_ns, pkt),
+            Service::Ud => self.accept(now_ns, pkt),
+        }
+    }
+
+    fn on_reliable_request(&mut self, now_ns: u64, pkt: IbPacket) {
+        if pkt.psn < self.expected_psn {
+            // A duplicate: acknowledge again; a repeated read is answered again.
+            self.counters.duplicates_received += 1;
+            if pkt.op == Opcode::ReadRequest {
+                self.answer_read(pkt);
+            } else {
+                self.ack_due = true;
+            }
+            return;
+        }
+        if pkt.psn > self.expected_psn {
+            if !self.nak_sent {
+                self.nak_sent = true;
+                self.nak_due = true;
+                self.counters.naks_sent += 1;
+            }
+            return;
+        }
+        self.nak_sent = false;
+        self.accept(now_ns, pkt);
+        if pkt.op == Opcode::ReadRequest {
+            self.answer_read(pkt);
+            return;
+        }
+        self.unacked_received += 1;
+        if pkt.op.ends_message() || self.unacked_received >= self.config.ack_every_packets {
+            self.ack_due = true;
+        }
+    }
+
+    /// UC: a gap in PSNs loses the message in progress; the responder drops packets until
+    /// the next message starts.
+    fn on_unreliable_request(&mut self, now_ns: u64, pkt: IbPacket) {
+        if pkt.psn != self.expected_psn {
+            self.incoming = Incoming {
+                bytes: 0,
+                broken: true,
+            };
+        }
+        if pkt.op.starts_message() {
+            self.incoming = Incoming::default();
+        }
+        if self.incoming.broken {
+            self.expected_psn = pkt.psn + 1;
+            return;
+        }
+        self.accept(now_ns, pkt);
+    }
+
+    /// Take an in-order request: count its bytes; a message's last packet arrives.
+    fn accept(&mut self, now_ns: u64, pkt: IbPacket) {
+        if pkt.op == Opcode::ReadRequest {
+            let packets = wire::packets_for(pkt.value, self.config.mtu_bytes);
+            self.expected_psn = pkt.psn + packets;
+            return;
+        }
+        self.expected_psn = pkt.psn + 1;
+        self.incoming.bytes += u64::from(pkt.payload);
+        self.counters.payload_bytes_received += u64::from(pkt.payload);
+        if pkt.op.ends_message() {
+            let verb = match pkt.op {
+                Opcode::WriteLast | Opcode::WriteOnly => Verb::Write,
+                _ => Verb::Send,
+            };
+            self.counters.messages_received += 1;
+            self.arrivals.push_back(Arrival {
+                verb,
+                bytes: std::mem::take(&mut self.incoming.bytes),
+                at_ns: now_ns,
+            });
+        }
+    }
+
+    fn answer_read(&mut self, pkt: IbPacket) {
+        let packets = wire::packets_for(pkt.value, self.config.mtu_bytes);
+        self.answers.push_back(Answer {
+            next_psn: pkt.psn,
+            first_psn: pkt.psn,
+            end_psn: pkt.psn + packets,
+            bytes_left: pkt.value,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DELAY_NS: u64 = 1_000;
+    const GAP_NS: u64 = 10;
+
+    fn config(service: Service) -> QpConfig {
+        QpConfig {
+            service,
+            mtu_bytes: 1024,
+            max_unacked_packets: 1 << 20,
+            max_reads: 4,
+            ack_timeout_ns: 100_000,
+            retry_count: 7,
+            ack_every_packets: 4,
+        }
+    }
+
+    /// Two QPs joined by a line of `DELAY_NS` each way; `drop(from_requester, n)` loses
+    /// the n-th packet (counted from 0) one side sends. Runs until nothing moves.
+    fn exchange(a: &mut Qp, b: &mut Qp, drop: impl Fn(bool, u64) -> bool, until_ns: u64) -> u64 {
+        let mut in_flight: Vec<(u64, bool, IbPacket)> = Vec::new();
+        let mut sent = [0u64; 2];
+        let mut now = 0;
+        while now < until_ns {
+            for (side, qp) in [(true, &mut *a), (false, &mut *b)] {
+                while let Some(pkt) = qp.poll_transmit(now) {
+                    qp.packet_left(now);
+                    let n = &mut sent[usize::from(!side)];
+                    if !drop(side, *n) {
+                        in_flight.push((now + DELAY_NS, side, pkt));
+                    }
+                    *n += 1;
+                }
+            }
+            in_flight.sort_by_key(|&(at, _, _)| at);
+            let next_arrival = in_flight.first().map(|&(at, _, _)| at);
+            let next_timer = [a.poll_timeout(), b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(next) = [next_arrival, next_timer].into_iter().flatten().min() else {
+                break;
+            };
+            now = next.max(now + GAP_NS);
+            while let Some(&(at, from_a, pkt)) = in_flight.first() {
+                if at > now {
+                    break;
+                }
+                in_flight.remove(0);
+                if from_a {
+                    b.handle_packet(at, pkt);
+                } else {
+                    a.handle_packet(at, pkt);
+                }
+            }
+            a.handle_timeout(now);
+            b.handle_timeout(now);
+        }
+        now
+    }
+
+    fn write(id: u64, bytes: u64) -> WorkRequest {
+        WorkRequest {
+            id,
+            verb: Verb::Write,
+            bytes,
+        }
+    }
+
+    fn completions(qp: &mut Qp) -> Vec<(u64, bool)> {
+        std::iter::from_fn(|| qp.poll_completion())
+            .map(|c| (c.id, c.ok))
+            .collect()
+    }
+
+    #[test]
+    fn rc_goes_back_to_the_naked_psn_after_a_loss() {
+        let (mut a, mut b) = (Qp::new(config(Service::Rc)), Qp::new(config(Service::Rc)));
+        a.post(write(1, 10 * 1024));
+        a.post(write(2, 10 * 1024));
+        exchange(&mut a, &mut b, |from_a, n| from_a && n == 3, 10_000_000);
+        assert_eq!(completions(&mut a), vec![(1, true), (2, true)]);
+        assert_eq!(b.counters().naks_sent, 1);
+        assert_eq!(b.counters().payload_bytes_received, 20 * 1024);
+        assert_eq!(b.counters().messages_received, 2);
+        // Everything after the lost packet that was in flight went again, and nothing
+        // timed out.
+        assert!(a.counters().packets_resent >= 1);
+        assert_eq!(a.counters().timeouts, 0);
+    }
+
+    #[test]
+    fn rc_resends_on_its_timer_when_the_last_packet_is_lost() {
+        let (mut a, mut b) = (Qp::new(config(Service::Rc)), Qp::new(config(Service::Rc)));
+        a.post(write(1, 4 * 1024));
+        exchange(&mut a, &mut b, |from_a, n| from_a && n == 3, 10_000_000);
+        assert_eq!(completions(&mut a), vec![(1, true)]);
+        assert_eq!(a.counters().timeouts, 1);
+        assert_eq!(b.counters().messages_received, 1);
+    }
+
+    #[test]
+    fn rc_gives_up_after_its_retries() {
+        let (mut a, mut b) = (Qp::new(config(Service::Rc)), Qp::new(config(Service::Rc)));
+        a.post(write(1, 1024));
+        a.post(write(2, 1024));
+        exchange(&mut a, &mut b, |from_a, _| from_a, 100_000_000);
+        assert_eq!(completions(&mut a), vec![(1, false), (2, false)]);
+        assert_eq!(a.counters().timeouts, 8);
+        assert!(a.counters().error);
+    }
+
+    #[test]
+    fn uc_loses_the_message_a_packet_of_it_was_lost_from() {
+        let (mut a, mut b) = (Qp::new(config(Service::Uc)), Qp::new(config(Service::Uc)));
+        a.post(write(1, 3 * 1024));
+        a.post(write(2, 3 * 1024));
+        exchange(&mut a, &mut b, |from_a, n| from_a && n == 1, 10_000_000);
+        // Both complete on send; only the second arrives whole.
+        assert_eq!(completions(&mut a), vec![(1, true), (2, true)]);
+        let arrived: Vec<_> = std::iter::from_fn(|| b.poll_arrival())
+            .map(|m| m.bytes)
+            .collect();
+        assert_eq!(arrived, vec![3 * 1024]);
+        assert_eq!(a.counters().packets_resent, 0);
+    }
+
+    #[test]
+    fn reads_are_answered_and_bounded_in_number() {
+        let mut cfg = config(Service::Rc);
+        cfg.max_reads = 2;
+        let (mut a, mut b) = (Qp::new(cfg), Qp::new(cfg));
+        for id in 0..4 {
+            a.post(WorkRequest {
+                id,
+                verb: Verb::Read,
+                bytes: 2 * 1024,
+            });
+        }
+        // Only two requests go before an answer comes back.
+        let mut requests = 0;
+        while let Some(pkt) = a.poll_transmit(0) {
+            assert_eq!(pkt.op, Opcode::ReadRequest);
+            requests += 1;
+        }
+        assert_eq!(requests, 2);
+        let mut a = Qp::new(cfg);
+        for id in 0..4 {
+            a.post(WorkRequest {
+                id,
+                verb: Verb::Read,
+                bytes: 2 * 1024,
+            });
+        }
+        exchange(&mut a, &mut b, |_, _| false, 10_000_000);
+        assert_eq!(completions(&mut a).len(), 4);
+        assert_eq!(a.counters().payload_bytes_received, 8 * 1024);
+    }
+
+    #[test]
+    fn a_lost_read_response_is_asked_for_again() {
+        let (mut a, mut b) = (Qp::new(config(Service::Rc)), Qp::new(config(Service::Rc)));
+        a.post(WorkRequest {
+            id: 7,
+            verb: Verb::Read,
+            bytes: 3 * 1024,
+        });
+        exchange(&mut a, &mut b, |from_a, n| !from_a && n == 1, 10_000_000);
+        assert_eq!(completions(&mut a), vec![(7, true)]);
+        assert_eq!(a.counters().timeouts, 1);
+        // The whole read was asked again: its first packet arrived twice.
+        assert_eq!(a.counters().payload_bytes_received, 4 * 1024);
+    }
+
+    #[test]
+    fn ud_sends_one_packet_per_message_and_completes_on_send() {
+        let (mut a, mut b) = (Qp::new(config(Service::Ud)), Qp::new(config(Service::Ud)));
+        for id in 0..3 {
+            a.post(WorkRequest {
+                id,
+                verb: Verb::Send,
+                bytes: 1000,
+            });
+        }
+        exchange(&mut a, &mut b, |from_a, n| from_a && n == 1, 10_000_000);
+        assert_eq!(completions(&mut a).len(), 3);
+        assert_eq!(b.counters().messages_received, 2);
+        assert_eq!(a.counters().packets_sent, 3);
+    }
+}

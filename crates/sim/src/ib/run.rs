@@ -1,0 +1,606 @@
+//! An InfiniBand connection across a wide-area loop, built and run: two hosts with
+//! HCAs, a range extender at each end of the WAN, one perftest-shaped test.
+//!
+//! ```text
+//!  HCA A ==IB== extender A ----WAN (layer, delay)---- extender B ==IB== HCA B
+//! ```
+//!
+//! A range extender (Obsidian Longbow XR class) behaves as a two-port switch: an IB port
+//! and a WAN port, and a buffer between them. The IB link into it, the WAN between the
+//! two, and the IB link out are three links in series, each with its own credit-based
+//! flow control (IBA vol. 1 §7.9); the extender's large buffer is what lets credit
+//! across the WAN cover the round trip. So the WAN carries at most
+//! `extender_buffer_bytes` per WAN round trip: with buffer B and round trip T, the
+//! line's rate R is reached only when B >= R x T (an 8 Gb/s SDR line over USN's 163 ms
+//! loop needs 163 MB). Each direction is built the same way; ACKs, NAKs, read
+//! requests and read responses travel the reverse one.
+
+use std::time::Instant;
+
+use longhaul_link::layer::Layer;
+use serde::Serialize;
+
+use super::perftest::{self, AppRecord, IbEndpoint, Role};
+use super::qp::{QpConfig, QpCounters, Service, Verb, ack_timeout_ns};
+use super::wire::{BASE_HEADER_BYTES, LinkSpeed, RETH_BYTES};
+use crate::credit::{CreditLink, CreditLinkConfig, IB_CREDIT_BLOCK_BYTES};
+use crate::engine::Sim;
+use crate::event::NodeId;
+use crate::host::{Endpoint, Host};
+use crate::run::Perf;
+
+const NS_PER_MS: f64 = 1e6;
+/// perftest reports MB/sec as bytes / 2^20 (`print_report` divides by 0x100000).
+pub const PERFTEST_MB: f64 = 1_048_576.0;
+
+/// The perftest tools modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    SendBw,
+    WriteBw,
+    ReadBw,
+    /// `ib_rdma_bw` (`rdma_bw.c`): RDMA write, its own defaults.
+    RdmaBw,
+    SendLat,
+    WriteLat,
+    ReadLat,
+}
+
+impl Tool {
+    pub fn parse(name: &str) -> Result<Self, String> {
+        let name = name.trim_start_matches("ib_");
+        Ok(match name {
+            "send_bw" => Tool::SendBw,
+            "write_bw" => Tool::WriteBw,
+            "read_bw" => Tool::ReadBw,
+            "rdma_bw" => Tool::RdmaBw,
+            "send_lat" => Tool::SendLat,
+            "write_lat" => Tool::WriteLat,
+            "read_lat" => Tool::ReadLat,
+            _ => {
+                return Err(format!(
+                    "test {name:?} is not one of send_bw, write_bw, read_bw, rdma_bw, \
+                     send_lat, write_lat, read_lat"
+                ));
+            }
+        })
+    }
+
+    pub fn verb(self) -> Verb {
+        match self {
+            Tool::SendBw | Tool::SendLat => Verb::Send,
+            Tool::WriteBw | Tool::RdmaBw | Tool::WriteLat => Verb::Write,
+            Tool::ReadBw | Tool::ReadLat => Verb::Read,
+        }
+    }
+
+    pub fn is_bandwidth(self) -> bool {
+        matches!(
+            self,
+            Tool::SendBw | Tool::WriteBw | Tool::ReadBw | Tool::RdmaBw
+        )
+    }
+
+    /// perftest 1.2's defaults (iterations, send-queue depth): `send_bw.c` 1000/300,
+    /// `write_bw.c` 5000/100, `read_bw.c` 1000/100, `rdma_bw.c` 1000/100, the latency tests
+    /// 1000/50.
+    pub fn default_iters_and_depth(self) -> (u64, u64) {
+        match self {
+            Tool::SendBw => (1000, 300),
+            Tool::WriteBw => (5000, 100),
+            Tool::ReadBw | Tool::RdmaBw => (1000, 100),
+            Tool::SendLat | Tool::WriteLat | Tool::ReadLat => (1000, 50),
+        }
+    }
+}
+
+/// How the two sides set up the connection, and the QP attributes each way picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connection {
+    /// RDMA CM (librdmacm, the kernel's `ib_cm`): the local ACK timeout comes from the
+    /// subnet manager's path record, packet life time + 1 (`cm.c` `cm_ack_timeout`);
+    /// OpenSM answers a packet life time of its subnet timeout, 0x12 (~1 s) on any path
+    /// that is not a loopback (`osm_sa_path_record.c`, `OSM_DEFAULT_SUBNET_TIMEOUT`): 19.
+    Cm,
+    /// perftest's own exchange over a TCP socket: the tools hard-code `timeout = 14`
+    /// (67 ms) and `retry_cnt = 7` when they move the QP to RTS (`send_bw.c` et al.).
+    Socket,
+}
+
+impl Connection {
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "cm" | "rdma_cm" => Ok(Connection::Cm),
+            "socket" | "sockets" => Ok(Connection::Socket),
+            _ => Err(format!("connection set-up {name:?} is not cm or socket")),
+        }
+    }
+
+    pub fn ack_timeout_exponent(self) -> u32 {
+        match self {
+            Connection::Cm => 0x12 + 1,
+            Connection::Socket => 14,
+        }
+    }
+}
+
+/// The host channel adapter and the bus behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Hca {
+    pub speed: LinkSpeed,
+    /// Payload the host bus carries at most, bits/s. PCIe 1.x x8: 8 lanes x 2.5 GT/s x
+    /// 8/10 = 16 Gb/s per direction, of which transaction-layer packets of 128 bytes of
+    /// payload (the usual MaxPayloadSize of the time) carry 128 of every 152 bytes
+    /// (a 4-DW header 16, sequence number 2, LCRC 4, framing 2: PCIe base spec 1.1
+    /// §2.2, §3.5, §4.2): 13.47 Gb/s.
+    pub bus_payload_bps: u64,
+    /// Queue pair limits of the adapter: unacknowledged packets per RC QP. InfiniHost
+    /// documents no such limit below the PSN space's half (2^23 packets, IBA §9.7.2).
+    pub max_unacked_packets: u64,
+    /// The RC responder acknowledges at least every this many packets (and every
+    /// message's last): one ACK per 64 packets is an assumption, since no adapter's
+    /// coalescing is published; it only changes how much of the reverse line ACKs take.
+    pub ack_every_packets: u64,
+    /// The shortest transport timer the adapter runs, whatever the QP's timeout asks:
+    /// Mellanox firmware raises smaller timeouts to about 500 ms (documented for
+    /// ConnectX-2 by the RAMCloud project, "Mellanox NIC timeouts", which patched the
+    /// firmware to go lower); taken to hold for InfiniHost III too.
+    pub min_ack_timeout_ns: u64,
+}
+
+/// PCIe 1.x x8 with 128-byte TLPs (see [`Hca::bus_payload_bps`]).
+pub const PCIE_1_X8_PAYLOAD_BPS: u64 = 16_000_000_000 * 128 / 152;
+
+impl Hca {
+    /// A Mellanox InfiniHost III class HCA on PCIe x8, at `speed`.
+    pub fn infinihost_pcie_x8(speed: LinkSpeed) -> Self {
+        Self {
+            speed,
+            bus_payload_bps: PCIE_1_X8_PAYLOAD_BPS,
+            max_unacked_packets: 1 << 23,
+            ack_every_packets: 64,
+            min_ack_timeout_ns: 500_000_000,
+        }
+    }
+}
+
+/// A range extender pair on the WAN.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Extender {
+    pub wan: Layer,
+    /// Its IB port's speed: Longbow XR's is 4X SDR (its 8 Gb/s of data fits an OC-192c
+    /// payload), so a DDR HCA behind it runs at SDR.
+    pub ib_speed: LinkSpeed,
+    /// The buffer each extender grants the other across the WAN.
+    pub buffer_bytes: u64,
+}
+
+/// Obsidian publishes no buffer size we could find. USN measured near the line rate
+/// over 163 ms (8,600 miles), which an 8 Gb/s line reaches only with at least 163 MB
+/// of credit; 256 MiB is the assumption, above that bound, held for every case.
+pub const LONGBOW_BUFFER_BYTES: u64 = 256 << 20;
+
+impl Extender {
+    pub fn longbow_xr(wan: Layer) -> Self {
+        Self {
+            wan,
+            ib_speed: LinkSpeed::Sdr4x,
+            buffer_bytes: LONGBOW_BUFFER_BYTES,
+        }
+    }
+
+    /// IB bytes a second the WAN carries: its payload rate, less the per-frame cost of
+    /// the layer's framing around each full-MTU IB packet (taken as the layer frames an
+    /// Ethernet frame: the extender's own encapsulation is not published).
+    fn wan_rate_bps(&self, ib_packet_bytes: u32) -> u64 {
+        let line = self
+            .wan
+            .line_rate_bps()
+            .expect("a range extender's WAN layer has a rate");
+        self.wan.ip_rate_bps(line, u64::from(ib_packet_bytes)) as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IbTest {
+    pub tool: Tool,
+    pub service: Service,
+    pub bytes: u64,
+    pub iters: u64,
+    pub tx_depth: u64,
+    pub qps: u32,
+    pub bidirectional: bool,
+    pub connection: Connection,
+    /// RDMA reads outstanding per QP (perftest `read_bw`'s `-o`, default 4: "the device
+    /// capability on gen2", `read_bw.c`).
+    pub max_reads: u32,
+    pub mtu_bytes: u32,
+    pub rtt_ms: f64,
+    pub hca: Hca,
+    pub extender: Option<Extender>,
+    /// Give up after this much virtual time.
+    pub time_limit_s: f64,
+}
+
+impl IbTest {
+    /// The tool with perftest's defaults on a loop of `rtt_ms` between Longbows over
+    /// OC-192 SONET, 4X SDR HCAs on PCIe x8, MTU 2048, one RC QP, RDMA CM.
+    pub fn new(tool: Tool, bytes: u64, rtt_ms: f64) -> Self {
+        let (iters, tx_depth) = tool.default_iters_and_depth();
+        Self {
+            tool,
+            service: Service::Rc,
+            bytes,
+            iters,
+            tx_depth,
+            qps: 1,
+            bidirectional: false,
+            connection: Connection::Cm,
+            max_reads: 4,
+            mtu_bytes: 2048,
+            rtt_ms,
+            hca: Hca::infinihost_pcie_x8(LinkSpeed::Sdr4x),
+            extender: Some(Extender::longbow_xr(Layer::Oc192)),
+            time_limit_s: 3_600.0,
+        }
+    }
+
+    /// What is wrong with the test, if anything.
+    pub fn check(&self) -> Result<(), String> {
+        super::wire::check_mtu(self.mtu_bytes)?;
+        self.tool.verb().check(self.service)?;
+        if self.service == Service::Ud && self.bytes > u64::from(self.mtu_bytes) {
+            return Err(format!(
+                "UD carries one packet per message: {} bytes is more than the MTU {}",
+                self.bytes, self.mtu_bytes
+            ));
+        }
+        if self.iters == 0 || self.tx_depth == 0 || self.qps == 0 {
+            return Err("iterations, tx depth and QPs are at least 1".into());
+        }
+        if !(self.rtt_ms.is_finite() && self.rtt_ms >= 0.0) {
+            return Err(format!("round trip {} ms is not a time", self.rtt_ms));
+        }
+        if self.bidirectional && !self.tool.is_bandwidth() {
+            return Err("-b (both ways) is for bandwidth tests".into());
+        }
+        Ok(())
+    }
+
+    fn qp_config(&self) -> QpConfig {
+        let max_reads = if self.tool.verb() == Verb::Read {
+            self.max_reads
+        } else {
+            1 // perftest sets max_rd_atomic = 1 outside read tests
+        };
+        QpConfig {
+            service: self.service,
+            mtu_bytes: self.mtu_bytes,
+            max_unacked_packets: self.hca.max_unacked_packets,
+            max_reads,
+            ack_timeout_ns: ack_timeout_ns(self.connection.ack_timeout_exponent())
+                .max(self.hca.min_ack_timeout_ns),
+            retry_count: 7,
+            ack_every_packets: self.hca.ack_every_packets,
+        }
+    }
+
+    /// The link speed both ends of each IB link train to.
+    fn link_speed(&self) -> LinkSpeed {
+        match self.extender {
+            Some(e) if e.ib_speed == LinkSpeed::Sdr4x => LinkSpeed::Sdr4x,
+            _ => self.hca.speed,
+        }
+    }
+
+    /// The rate a host's interface puts IB bytes on its link: the link's data rate, or
+    /// the bus's payload rate scaled to full-MTU packets if that is lower.
+    fn interface_rate_bps(&self) -> u64 {
+        let link = self.link_speed().data_rate_bps();
+        let full = u64::from(self.mtu_bytes + BASE_HEADER_BYTES);
+        let bus = self.hca.bus_payload_bps * full / u64::from(self.mtu_bytes);
+        link.min(bus)
+    }
+
+    fn roles(&self) -> (Role, Role) {
+        let verb = self.tool.verb();
+        let stream = Role::Stream {
+            verb,
+            bytes: self.bytes,
+            iters: self.iters,
+            tx_depth: self.tx_depth,
+        };
+        match self.tool {
+            _ if self.tool.is_bandwidth() => {
+                let other = if self.bidirectional {
+                    stream
+                } else {
+                    Role::Passive
+                };
+                (stream, other)
+            }
+            Tool::ReadLat => (
+                Role::ReadOneByOne {
+                    bytes: self.bytes,
+                    iters: self.iters,
+                },
+                Role::Passive,
+            ),
+            _ => {
+                let ping = |starts| Role::PingPong {
+                    verb,
+                    bytes: self.bytes,
+                    iters: self.iters,
+                    starts,
+                };
+                (ping(true), ping(false))
+            }
+        }
+    }
+}
+
+/// One side's results, perftest's way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SideReport {
+    pub bw_average_mb_s: Option<f64>,
+    pub bw_peak_mb_s: Option<f64>,
+    pub completed: u64,
+    pub failed: u64,
+    pub messages_arrived: u64,
+    pub qps: Vec<QpCounters>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyReport {
+    pub typical_us: f64,
+    pub average_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExtenderReport {
+    pub max_buffer_bytes: u64,
+    pub credit_stalls: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IbReport {
+    pub source: &'static str,
+    pub test: IbTest,
+    pub interface_rate_bps: u64,
+    pub wan_rate_bps: Option<u64>,
+    /// The sending side (the one that starts), and its peer.
+    pub client: SideReport,
+    pub server: SideReport,
+    /// Both sides' averages added, as perftest's `-b` reports (MB/s of 2^20 bytes).
+    pub bw_average_mb_s: Option<f64>,
+    /// The same in bits per second of payload (10^9).
+    pub goodput_gbps: Option<f64>,
+    pub latency: Option<LatencyReport>,
+    /// Forward direction (client to server): extender A's WAN port, then B's IB port.
+    pub extenders: Vec<ExtenderReport>,
+    pub finished: bool,
+    pub simulated_s: f64,
+    pub perf: Perf,
+}
+
+struct Built {
+    sim: Sim,
+    client: NodeId,
+    server: NodeId,
+    forward_links: Vec<NodeId>,
+}
+
+/// Host `from` -> [extender's WAN port -> far extender's IB port] -> host `to`, or
+/// straight to `to` when there is no extender. Returns the links, first to last.
+fn add_direction(
+    sim: &mut Sim,
+    t: &IbTest,
+    (from, to): (NodeId, NodeId),
+    first_id: NodeId,
+) -> Vec<NodeId> {
+    let one_way_ns = (t.rtt_ms / 2.0 * NS_PER_MS).round() as u64;
+    let Some(extender) = t.extender else {
+        return Vec::new();
+    };
+    let frame = t.mtu_bytes + BASE_HEADER_BYTES;
+    let (wan_id, out_id) = (first_id, first_id + 1);
+    let wan = CreditLinkConfig {
+        rate_bps: extender.wan_rate_bps(frame),
+        delay_ns: one_way_ns,
+        input_buffer_bytes: extender.buffer_bytes,
+        next_buffer_bytes: Some(extender.buffer_bytes),
+        block_bytes: IB_CREDIT_BLOCK_BYTES,
+    };
+    assert_eq!(
+        sim.add(Box::new(CreditLink::new(wan, out_id, Some(from)))),
+        wan_id
+    );
+    let out = CreditLinkConfig {
+        rate_bps: t.link_speed().data_rate_bps(),
+        delay_ns: 0,
+        input_buffer_bytes: extender.buffer_bytes,
+        next_buffer_bytes: None,
+        block_bytes: IB_CREDIT_BLOCK_BYTES,
+    };
+    assert_eq!(
+        sim.add(Box::new(CreditLink::new(out, to, Some(wan_id)))),
+        out_id
+    );
+    vec![wan_id, out_id]
+}
+
+fn endpoints(t: &IbTest, role: Role) -> Vec<Endpoint> {
+    (0..t.qps)
+        .map(|qp| Endpoint::Ib(IbEndpoint::new(qp, super::qp::Qp::new(t.qp_config()), role)))
+        .collect()
+}
+
+fn build(t: &IbTest) -> Built {
+    let (client_id, server_id) = (0, 1);
+    let mut sim = Sim::new();
+    let (client_role, server_role) = t.roles();
+    let rate = t.interface_rate_bps();
+    let max_frame = t.mtu_bytes + BASE_HEADER_BYTES + RETH_BYTES;
+    let host = |egress: NodeId, role| {
+        let host = Host::new(egress, rate, endpoints(t, role));
+        match t.extender {
+            Some(e) => host.with_link_credit(e.buffer_bytes, IB_CREDIT_BLOCK_BYTES, max_frame),
+            None => host,
+        }
+    };
+    let (client_egress, server_egress) = if t.extender.is_some() {
+        (2, 4)
+    } else {
+        (server_id, client_id)
+    };
+    sim.add(Box::new(host(client_egress, client_role)));
+    sim.add(Box::new(host(server_egress, server_role)));
+    let forward_links = add_direction(&mut sim, t, (client_id, server_id), 2);
+    add_direction(&mut sim, t, (server_id, client_id), 4);
+    Built {
+        sim,
+        client: client_id,
+        server: server_id,
+        forward_links,
+    }
+}
+
+fn records(sim: &Sim, host: NodeId) -> Vec<&IbEndpoint> {
+    let host = sim.get::<Host>(host).expect("a host");
+    host.endpoints()
+        .iter()
+        .filter_map(|e| match e {
+            Endpoint::Ib(ib) => Some(ib),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a side has done what its role asks.
+fn side_done(endpoints: &[&IbEndpoint], role: Role) -> bool {
+    endpoints.iter().all(|e| {
+        let r = e.record();
+        let finished = r.completed.len() as u64 + r.failed;
+        match role {
+            Role::Stream { iters, .. } | Role::ReadOneByOne { iters, .. } => finished >= iters,
+            Role::PingPong { iters, starts, .. } => {
+                let answers = r.samples_ns.len() as u64;
+                (if starts { answers } else { finished }) >= iters
+            }
+            Role::Passive => true,
+        }
+    })
+}
+
+fn side_report(endpoints: &[&IbEndpoint], bytes: u64, bandwidth: bool) -> SideReport {
+    let recs: Vec<&AppRecord> = endpoints.iter().map(|e| e.record()).collect();
+    let mb = |bps: f64| bps / PERFTEST_MB;
+    let streaming = bandwidth && recs.iter().any(|r| !r.completed.is_empty());
+    SideReport {
+        bw_average_mb_s: streaming
+            .then(|| perftest::average_bytes_per_s(&recs, bytes).map(mb))
+            .flatten(),
+        bw_peak_mb_s: (streaming && recs.len() == 1)
+            .then(|| perftest::peak_bytes_per_s(recs[0], bytes).map(mb))
+            .flatten(),
+        completed: recs.iter().map(|r| r.completed.len() as u64).sum(),
+        failed: recs.iter().map(|r| r.failed).sum(),
+        messages_arrived: recs.iter().map(|r| r.messages_arrived).sum(),
+        qps: endpoints.iter().map(|e| *e.qp().counters()).collect(),
+    }
+}
+
+/// perftest's latency figures from the client's record.
+fn latency(t: &IbTest, record: &AppRecord) -> Option<LatencyReport> {
+    let us = |ns: f64| ns / 1e3;
+    let samples: Vec<f64> = match t.tool {
+        Tool::ReadLat => record.samples_ns.iter().map(|&s| s as f64).collect(),
+        Tool::SendLat | Tool::WriteLat => {
+            // Each answer's arrival less the post it answers, halved (one way).
+            record
+                .samples_ns
+                .iter()
+                .zip(&record.posted)
+                .map(|(&back, &sent)| (back - sent) as f64 / 2.0)
+                .collect()
+        }
+        _ => return None,
+    };
+    if samples.is_empty() {
+        return None;
+    }
+    let mut sorted = samples.clone();
+    sorted.sort_by(f64::total_cmp);
+    Some(LatencyReport {
+        typical_us: us(sorted[sorted.len() / 2]),
+        average_us: us(samples.iter().sum::<f64>() / samples.len() as f64),
+        min_us: us(sorted[0]),
+        max_us: us(sorted[sorted.len() - 1]),
+    })
+}
+
+/// Run one test to its end (or the time limit) and report.
+pub fn run(t: &IbTest) -> IbReport {
+    let wall = Instant::now();
+    let mut b = build(t);
+    let (client_role, server_role) = t.roles();
+    let limit_ns = (t.time_limit_s * 1e9) as u64;
+    // Advance in steps of a round trip or more, checking whether both sides are done.
+    let step_ns = ((t.rtt_ms * NS_PER_MS) as u64).max(1_000_000);
+    let mut finished = false;
+    while b.sim.now_ns() < limit_ns {
+        b.sim.run_until((b.sim.now_ns() + step_ns).min(limit_ns));
+        let done = side_done(&records(&b.sim, b.client), client_role)
+            && side_done(&records(&b.sim, b.server), server_role);
+        if done {
+            finished = true;
+            break;
+        }
+    }
+    let clients = records(&b.sim, b.client);
+    let servers = records(&b.sim, b.server);
+    let bandwidth = t.tool.is_bandwidth();
+    let client = side_report(&clients, t.bytes, bandwidth);
+    let server = side_report(&servers, t.bytes, bandwidth);
+    let total = match (client.bw_average_mb_s, server.bw_average_mb_s) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    let extenders = b
+        .forward_links
+        .iter()
+        .map(|&id| {
+            let c = b
+                .sim
+                .get::<CreditLink>(id)
+                .expect("a credit link")
+                .counters();
+            ExtenderReport {
+                max_buffer_bytes: c.max_buffer_bytes,
+                credit_stalls: c.credit_stalls,
+            }
+        })
+        .collect();
+    let simulated_s = b.sim.now_ns() as f64 / 1e9;
+    IbReport {
+        source: "simulated",
+        test: t.clone(),
+        interface_rate_bps: t.interface_rate_bps(),
+        wan_rate_bps: t
+            .extender
+            .map(|e| e.wan_rate_bps(t.mtu_bytes + BASE_HEADER_BYTES)),
+        latency: latency(t, clients[0].record()),
+        client,
+        server,
+        bw_average_mb_s: total,
+        goodput_gbps: total.map(|mb| mb * PERFTEST_MB * 8.0 / 1e9),
+        extenders,
+        finished,
+        simulated_s,
+        perf: Perf::since(wall, simulated_s, b.sim.events_processed()),
+    }
+}

@@ -1,0 +1,171 @@
+//! InfiniBand across range extenders, against what each mechanism implies in closed form.
+
+use longhaul_link::layer::Layer;
+use longhaul_sim::ib::qp::Service;
+use longhaul_sim::ib::run::{
+    Connection, Extender, Hca, IbReport, IbTest, PCIE_1_X8_PAYLOAD_BPS, PERFTEST_MB, Tool, run,
+};
+use longhaul_sim::ib::wire::LinkSpeed;
+
+const MB8: u64 = 8 << 20;
+/// 4X SDR's 8 Gb/s of data, less 26 bytes of headers per 2048-byte packet, in bytes/s.
+const SDR_PAYLOAD_BYTES_PER_S: f64 = 8e9 / 8.0 * 2048.0 / 2074.0;
+
+fn average(r: &IbReport) -> f64 {
+    r.bw_average_mb_s.expect("a bandwidth") * PERFTEST_MB
+}
+
+fn assert_close(what: &str, got: f64, want: f64, tolerance: f64) {
+    let error = (got - want) / want;
+    assert!(
+        error.abs() <= tolerance,
+        "{what}: {got:.4e} against {want:.4e} ({:+.2} %)",
+        error * 100.0
+    );
+}
+
+#[test]
+fn uc_fills_the_sdr_link_less_its_headers() {
+    let mut t = IbTest::new(Tool::SendBw, MB8, 26.7);
+    t.service = Service::Uc;
+    t.iters = 200;
+    let r = run(&t);
+    assert!(r.finished);
+    assert_close("UC send", average(&r), SDR_PAYLOAD_BYTES_PER_S, 0.001);
+}
+
+#[test]
+fn rc_pays_one_round_trip_for_the_last_ack() {
+    let mut t = IbTest::new(Tool::RdmaBw, MB8, 163.0);
+    t.iters = 300;
+    let r = run(&t);
+    let bytes = 300.0 * MB8 as f64;
+    let want = bytes / (bytes / SDR_PAYLOAD_BYTES_PER_S + 0.163);
+    assert_close("RC write", average(&r), want, 0.003);
+    assert_eq!(r.client.qps[0].timeouts, 0);
+    assert_eq!(r.client.qps[0].packets_resent, 0);
+}
+
+#[test]
+fn the_extender_buffer_bounds_the_wan_to_a_buffer_per_round_trip() {
+    let mut t = IbTest::new(Tool::RdmaBw, MB8, 163.0);
+    t.iters = 100;
+    let buffer = 32u64 << 20;
+    t.extender = Some(Extender {
+        buffer_bytes: buffer,
+        ..Extender::longbow_xr(Layer::Oc192)
+    });
+    let r = run(&t);
+    let bytes = 100.0 * MB8 as f64;
+    let rate = buffer as f64 / 0.163;
+    assert_close(
+        "32 MiB over 163 ms",
+        average(&r),
+        bytes / (bytes / rate + 0.163),
+        0.02,
+    );
+    assert!(r.extenders[0].credit_stalls > 0);
+    assert!(r.extenders[0].max_buffer_bytes <= buffer);
+}
+
+#[test]
+fn reads_are_bound_by_the_reads_outstanding() {
+    let mut t = IbTest::new(Tool::ReadBw, MB8, 163.0);
+    t.iters = 40;
+    let r = run(&t);
+    // Four reads per round trip plus the time to answer one.
+    let per_read_s = 0.163 + MB8 as f64 / SDR_PAYLOAD_BYTES_PER_S;
+    assert_close("read", average(&r), 4.0 * MB8 as f64 / per_read_s, 0.03);
+}
+
+#[test]
+fn latency_is_half_the_round_trip_and_a_read_takes_all_of_it() {
+    let lat = |tool| {
+        let mut t = IbTest::new(tool, 2, 26.7);
+        t.iters = 20;
+        let r = run(&t);
+        assert!(r.finished);
+        r.latency.expect("a latency").typical_us
+    };
+    let send = lat(Tool::SendLat);
+    assert_close("send latency", send, 26.7e3 / 2.0, 0.001);
+    let ratio = lat(Tool::ReadLat) / lat(Tool::WriteLat);
+    assert_close("read / write latency", ratio, 2.0, 0.001);
+}
+
+#[test]
+fn a_ddr_hca_back_to_back_is_held_by_its_pcie_bus() {
+    let mut t = IbTest::new(Tool::WriteBw, MB8, 0.0);
+    t.iters = 100;
+    t.hca = Hca::infinihost_pcie_x8(LinkSpeed::Ddr4x);
+    t.extender = None;
+    let ddr = run(&t);
+    assert_close(
+        "DDR on PCIe x8",
+        average(&ddr),
+        PCIE_1_X8_PAYLOAD_BPS as f64 / 8.0,
+        0.01,
+    );
+    // Behind a Longbow the same HCA trains to SDR.
+    t.extender = Some(Extender::longbow_xr(Layer::Wanphy));
+    assert_close(
+        "DDR behind SDR",
+        average(&run(&t)),
+        SDR_PAYLOAD_BYTES_PER_S,
+        0.002,
+    );
+}
+
+#[test]
+fn perftests_short_timeout_fires_on_a_loop_longer_than_it() {
+    // 34,400 miles: a 653 ms round trip, above the ~500 ms floor of the adapter's timer.
+    let mut t = IbTest::new(Tool::RdmaBw, MB8, 653.0);
+    t.iters = 100;
+    let cm = run(&t);
+    t.connection = Connection::Socket;
+    let socket = run(&t);
+    assert_eq!(cm.client.qps[0].timeouts, 0);
+    assert!(socket.client.qps[0].timeouts > 0);
+    assert!(socket.client.qps[0].packets_resent > 0);
+    assert!(average(&socket) < average(&cm));
+    assert!(socket.finished && socket.client.failed == 0);
+}
+
+#[test]
+fn both_ways_rc_shares_each_line_with_the_other_sides_acks() {
+    let mut t = IbTest::new(Tool::SendBw, MB8, 26.7);
+    t.iters = 100;
+    t.bidirectional = true;
+    let r = run(&t);
+    let each =
+        [r.client.bw_average_mb_s, r.server.bw_average_mb_s].map(|v| v.unwrap() * PERFTEST_MB);
+    for side in each {
+        assert!(side <= SDR_PAYLOAD_BYTES_PER_S);
+        assert!(side > 0.95 * SDR_PAYLOAD_BYTES_PER_S);
+    }
+    assert!(r.server.qps[0].acks_sent > 0 && r.client.qps[0].acks_sent > 0);
+}
+
+#[test]
+fn a_run_is_a_function_of_its_test() {
+    let mut t = IbTest::new(Tool::WriteBw, 1 << 20, 26.7);
+    t.iters = 50;
+    t.qps = 3;
+    let (a, b) = (run(&t), run(&t));
+    assert_eq!(a.bw_average_mb_s, b.bw_average_mb_s);
+    assert_eq!(a.client, b.client);
+    assert_eq!(a.client.completed, 150);
+}
+
+#[test]
+fn bad_tests_say_what_is_wrong() {
+    let mut t = IbTest::new(Tool::ReadBw, MB8, 1.0);
+    t.service = Service::Uc;
+    assert!(t.check().unwrap_err().contains("no Read"));
+    let mut t = IbTest::new(Tool::SendBw, 4096, 1.0);
+    t.service = Service::Ud;
+    assert!(t.check().unwrap_err().contains("MTU"));
+    let mut t = IbTest::new(Tool::SendBw, 4096, 1.0);
+    t.mtu_bytes = 3000;
+    assert!(t.check().is_err());
+}
