@@ -111,3 +111,28 @@ def test_bad_input_names_the_field():
         profiles.distance_profile(pd.DataFrame({"length_miles": [1.0]}))
     with pytest.raises(InputError, match="over"):
         profiles.distance_profile(table(), over="cc")
+
+
+def test_infiniband_profiles_are_per_service_and_source_at_their_largest_size():
+    rows = pd.DataFrame(
+        [
+            {
+                "test": "ib_throughput",
+                "variant": variant,
+                "source": "simulated",
+                "length_miles": miles,
+                "message_bytes": size,
+                "throughput_gbps": size / 1e6 - miles / 10_000,
+            }
+            for variant in ("RC write", "UC send")
+            for miles in (0.2, 8600.0)
+            for size in (1 << 20, 8 << 20)
+        ]
+        + [{"test": "tcp_throughput", "length_miles": 0.2, "throughput_gbps": 9.0}]
+    )
+    table = profiles.ib_size_profile(rows)
+    assert len(table) == 8
+    at = profiles.ib_means_at_largest(rows)
+    assert set(at) == {("RC write", "simulated", 8 << 20), ("UC send", "simulated", 8 << 20)}
+    dpm = profiles.decrease_per_mile(at["RC write", "simulated", 8 << 20])
+    assert dpm[8600.0] == pytest.approx(0.1, rel=1e-3)

@@ -173,3 +173,33 @@ def test_ping_jitter_comes_from_its_precise_summary_not_its_three_digit_replies(
     # std 0.03 / 164.02 = 0.02 %; range 0.11 / 164.02 = 0.07 %.
     assert "<td>ping (idle)</td><td></td><td>164.020</td><td>0.07</td><td>0.02</td>" in html
     assert not (tmp_path / "rtt-cdf.svg").exists(), "1 ms steps would draw no spread"
+
+
+def ib(miles: float, size: int) -> Row:
+    """An InfiniBand run as the ib tool stores it."""
+    return Row(
+        campaign="ib",
+        test="ib_throughput",
+        tool="ib",
+        source=Source.SIMULATED,
+        connection=f"loop {miles} mi",
+        length_miles=miles,
+        repetition=1,
+        started_at=datetime(2030, 1, 7, 9, tzinfo=UTC),
+        message_bytes=size,
+        variant="RC write",
+        throughput_gbps=min(7.9, size / 1e5) - miles / 60_000,
+    )
+
+
+def test_infiniband_runs_are_drawn_by_size_and_beside_tcp(frame, tmp_path):
+    rows = [ib(m, s) for m in LENGTHS for s in (4096, 1 << 20, 8 << 20)]
+    both = pd.concat([frame, pd.DataFrame([r.as_dict() for r in rows], columns=list(COLUMNS))])
+    page = write_report(both, tmp_path, "ib")
+    html = page.read_text()
+    names = {p.stem for p in page.parent.glob("*.png")}
+    assert {"ib-beside-tcp", "ib-profile-RC-write-simulated"} <= names
+    assert "InfiniBand RC write (simulated)" in html
+    assert "Decrease per mile, TCP beside InfiniBand" in html
+    # At 8 MB the throughput falls 1/60,000 Gb/s a mile: a DPM of 0.017 Mb/s per mile.
+    assert "0.017" in html

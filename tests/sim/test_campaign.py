@@ -86,3 +86,40 @@ def test_a_campaign_mixing_the_testbed_and_the_simulator_is_refused(home):
     result = longhaul("campaign", "run", str(home / "mixed.toml"), home=home)
     assert result.returncode == 2
     assert "either on the testbed or on the simulator" in result.stderr
+
+
+IB_CAMPAIGN = """
+name = "ib-small"
+[connections]
+loops_miles = [0.2, 8600]
+[[tests]]
+test = "ib_throughput"
+tool = "ib"
+message_bytes = [65536, 8388608]
+iters = 200
+"""
+
+
+def test_an_infiniband_campaign_stores_its_profile_by_message_size(home):
+    (home / "ib.toml").write_text(IB_CAMPAIGN)
+    ran = longhaul("campaign", "run", str(home / "ib.toml"), home=home)
+    assert ran.returncode == 0, ran.stderr
+    db = Database(f"sqlite:///{home / 'longhaul.db'}")
+    rows = ResultsStore(db).rows("ib-small")
+    db.dispose()
+    assert {(r.test, r.tool, r.source.value, r.variant) for r in rows} == {
+        ("ib_throughput", "ib", "simulated", "RC write")
+    }
+    by = {(round(r.length_miles or 0), r.message_bytes): r.throughput_gbps or 0 for r in rows}
+    # 100 messages outstanding: 64 KB ones fill 0.2 miles but not a 163 ms round trip.
+    assert by[0, 65536] > 7.0
+    assert by[8600, 65536] < 0.5
+    assert by[8600, 8388608] > 7.0
+    assert rows[0].extra["perftest_mb_s"] > 0
+
+
+def test_an_infiniband_test_takes_only_what_the_model_offers(home):
+    bad = IB_CAMPAIGN.replace("iters = 200", 'operation = "atomic"')
+    (home / "bad.toml").write_text(bad)
+    result = longhaul("campaign", "run", str(home / "bad.toml"), home=home)
+    assert result.returncode == 2 and "operation" in result.stderr

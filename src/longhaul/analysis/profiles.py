@@ -221,3 +221,41 @@ def _mean_table(runs: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
     counted = runs.assign(**{columns: runs[columns].astype("int64")})
     table = counted.groupby([index, columns])[THROUGHPUT].mean().unstack(columns)
     return table.sort_index().sort_index(axis=1)
+
+
+IB_TEST = "ib_throughput"
+IB_PROFILE = ("variant", "source")
+"""What one InfiniBand profile shares: its service and operation (`RC write`), its source."""
+
+
+def ib_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The InfiniBand throughput runs that have a throughput, a length and a size."""
+    if "test" not in frame.columns:
+        return frame.iloc[0:0]
+    rows = frame[frame["test"] == IB_TEST]
+    return rows.dropna(subset=[THROUGHPUT, LENGTH, "message_bytes"])
+
+
+def ib_size_profile(rows: pd.DataFrame) -> pd.DataFrame:
+    """T_B(d, s): mean and standard deviation of throughput per profile, length and
+    message size (columns variant, source, length_miles, message_bytes, mean_gbps,
+    std_gbps, count)."""
+    grouped = ib_rows(rows).groupby([*IB_PROFILE, LENGTH, "message_bytes"])[THROUGHPUT]
+    table = pd.DataFrame(
+        {"mean_gbps": grouped.mean(), "std_gbps": grouped.std(ddof=1), "count": grouped.count()}
+    )
+    return table.reset_index()
+
+
+def ib_means_at_largest(rows: pd.DataFrame) -> dict[tuple[str, str, int], pd.DataFrame]:
+    """Per InfiniBand profile, T_B(d) at the largest message size it measured (USN's
+    profile used 8 MB): {(variant, source, size): `MEANS_COLUMNS` table}."""
+    found = {}
+    table = ib_size_profile(rows)
+    for (variant, source), group in table.groupby(list(IB_PROFILE)):
+        size = int(group["message_bytes"].max())
+        at = group[group["message_bytes"] == size].sort_values(LENGTH)
+        found[(str(variant), str(source), size)] = at.loc[:, list(MEANS_COLUMNS)].reset_index(
+            drop=True
+        )
+    return found

@@ -92,6 +92,15 @@ TESTS: dict[str, TestKind] = {
             "ping round-trip times",
         ),
         TestKind(
+            "ib_throughput",
+            (
+                Param("message_bytes", int, [8 << 20], grid=True, low=1, high=1 << 23),
+                *_COMMON,
+            ),
+            "InfiniBand throughput by message size across range extenders (the T_B(d, s) "
+            "profile), perftest-shaped, on the simulator",
+        ),
+        TestKind(
             "echo_jitter",
             (
                 Param("variant", str, ["echo", "size"], grid=True, choices=("echo", "size")),

@@ -163,6 +163,74 @@ def throughput_by_length(
     return Drawn("throughput-by-length", "Throughput against length", caption, figure)
 
 
+def ib_profiles(frame: pd.DataFrame) -> list[Drawn]:
+    """T_B(d, s) per InfiniBand profile: throughput against message size, a line per
+    length (USN's InfiniBand RDMA profile)."""
+    table = profiles.ib_size_profile(frame)
+    drawn = []
+    for (variant, source), rows in table.groupby(list(profiles.IB_PROFILE)):
+        figure = Figure(figsize=(7, 3.6), layout="constrained")
+        axes = figure.subplots()
+        for miles, group in rows.groupby("length_miles"):
+            line = group.sort_values("message_bytes")
+            axes.plot(
+                line["message_bytes"],
+                line["mean_gbps"],
+                marker="o",
+                markersize=3,
+                label=f"{miles_label(float(str(miles)))} mi",
+            )
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("message size (bytes)")
+        axes.set_ylabel("throughput (Gb/s)")
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8)
+        caption = (
+            f"T_B(d, s): InfiniBand {variant} throughput (payload, 10^9 bits/s) against "
+            "message size, a line per connection length, as perftest measures it (first "
+            f"post to last completion); source: {source}."
+        )
+        name = f"ib-profile-{_file_slug(f'{variant}-{source}')}"
+        drawn.append(Drawn(name, f"InfiniBand {variant} by message size", caption, figure))
+    return drawn
+
+
+def ib_beside_tcp(frame: pd.DataFrame, streams: tuple[int, int]) -> Drawn | None:
+    """InfiniBand's throughput against length (at its largest message) beside each TCP
+    profile's T̄(d): the comparison USN drew, on the same lengths."""
+    ib = profiles.ib_means_at_largest(frame)
+    tcp = _tcp(frame)
+    if not ib or tcp.empty:
+        return None
+    figure = Figure(figsize=(7, 3.6), layout="constrained")
+    axes = figure.subplots()
+    for (cc, source), rows in tcp.groupby(["cc", "source"]):
+        means = profiles.mean_over_streams(rows, streams)
+        axes.plot(
+            means["length_miles"], means["mean_gbps"], marker="o", label=f"TCP {cc} ({source})"
+        )
+    for (variant, source, size), means in ib.items():
+        axes.plot(
+            means["length_miles"],
+            means["mean_gbps"],
+            marker="s",
+            linestyle="--",
+            label=f"IB {variant}, {size:,} B ({source})",
+        )
+    axes.set_xlabel("connection length (miles)")
+    axes.set_ylabel("throughput (Gb/s)")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    low, high = streams
+    caption = (
+        f"TCP's T̄(d) (mean over n = {low}..{high} streams) and InfiniBand's throughput at "
+        "its largest message size, on the same lengths: how much each loses per mile."
+    )
+    return Drawn("ib-beside-tcp", "InfiniBand beside TCP", caption, figure)
+
+
 def _draw_fit(axes: Axes, rows: pd.DataFrame, streams: tuple[int, int], color: Any) -> None:
     """The k-segmented regression of the runs in the stream range, dotted."""
     inside = profiles.in_stream_range(rows, streams)

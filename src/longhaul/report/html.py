@@ -50,6 +50,8 @@ def write_report(
         *figures.stability_profiles(frame),
         *[d for d in (figures.throughput_by_length(frame, published, streams),) if d],
         *[d for d in (figures.cross_traffic(frame),) if d],
+        *figures.ib_profiles(frame),
+        *[d for d in (figures.ib_beside_tcp(frame, streams),) if d],
         *figures.jitter_histograms(frame),
         *[d for d in (figures.jitter_by_layer(frame),) if d],
         *figures.time_series(frame),
@@ -64,6 +66,8 @@ def write_report(
         sources=sorted(frame["source"].dropna().unique()) if len(frame) else [],
         figures=shown,
         tables=_tables(frame, streams),
+        ib_tables=_ib_tables(frame),
+        dpm_side_by_side=_dpm_side_by_side(frame, streams),
         published=None if published is None else published.to_dict("records"),
         rtts=_rtt_table(frame),
         jitter=_jitter_table(frame),
@@ -256,6 +260,49 @@ def _tables(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, Any
             }
         )
     return tables
+
+
+def _ib_tables(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per InfiniBand profile, at its largest message: throughput and its std at each
+    length, and the DPM."""
+    tables = []
+    for (variant, source, size), means in profiles.ib_means_at_largest(frame).items():
+        dpm = profiles.decrease_per_mile(means)
+        tables.append(
+            {
+                "what": f"InfiniBand {variant} ({source})",
+                "size": f"{size:,}",
+                "lines": [
+                    {
+                        "miles": miles_label(float(m["length_miles"])),
+                        "mean_gbps": f"{m['mean_gbps']:.3f}",
+                        "std_mbps": _number(m["std_gbps"] * 1000, ".2f", "– (one run)"),
+                        "dpm": _dpm_text(dpm.get(float(m["length_miles"]))),
+                    }
+                    for m in means.to_dict("records")
+                ],
+                "average_dpm": _dpm_text(profiles.average_dpm(dpm)),
+            }
+        )
+    return tables
+
+
+def _dpm_side_by_side(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, str]]:
+    """Average DPM of every TCP and InfiniBand profile in the table, where there are both."""
+    ib = profiles.ib_means_at_largest(frame)
+    tcp = frame[(frame["test"] == "tcp_throughput") & (frame["cross_traffic_gbps"] == 0)]
+    tcp = tcp.dropna(subset=["throughput_gbps", "streams", "length_miles"])
+    if not ib or tcp.empty:
+        return []
+    found = []
+    for (cc, source), rows in tcp.groupby(["cc", "source"]):
+        dpm = profiles.decrease_per_mile(profiles.mean_over_streams(rows, streams))
+        found.append({"what": f"TCP {cc} ({source})", "dpm": _dpm_text(profiles.average_dpm(dpm))})
+    for (variant, source, size), means in ib.items():
+        dpm = profiles.decrease_per_mile(means)
+        what = f"InfiniBand {variant}, {size:,} B ({source})"
+        found.append({"what": what, "dpm": _dpm_text(profiles.average_dpm(dpm))})
+    return found
 
 
 def _dpm_text(value: float | None) -> str:

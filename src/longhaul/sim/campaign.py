@@ -1,11 +1,15 @@
-"""Campaigns with tool = "sim": each run becomes a scenario on the circuit the emulated
-testbed would build for its loop, the scenarios run side by side (locally or on Dask),
-and each result is stored as the same tidy row an emulated run gives, tagged simulated."""
+"""Campaigns on the simulator: with tool = "sim" each run becomes a scenario on the
+circuit the emulated testbed would build for its loop, the scenarios run side by side
+(locally or on Dask), and each result is stored as the same tidy row an emulated run
+gives, tagged simulated; with tool = "ib" each run is a perftest-shaped InfiniBand test
+on the loop's round trip (`sim.ib`), stored as an `ib_throughput` row."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +20,7 @@ from longhaul.measure.campaign import Campaign, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
 from longhaul.measure.tools import iperf3
-from longhaul.sim import runner
+from longhaul.sim import ib, runner
 from longhaul.sim.scenarios import TcpRun, random_loss, tcp_scenario
 from longhaul.topology import Topology
 from longhaul.topology.circuits import loop_spec
@@ -25,21 +29,25 @@ Progress = Callable[[str, int, int], None]
 """(what just finished, runs done, runs in all)."""
 
 
+SIMULATED_TOOLS = frozenset({"sim", "ib"})
+
+
 def is_simulated(campaign: Campaign) -> bool:
     """Whether the campaign runs on the simulator alone; a mix is refused."""
     tools = {t.tool for t in campaign.tests}
-    if "sim" in tools and tools != {"sim"}:
+    simulated = bool(tools & SIMULATED_TOOLS)
+    if simulated and not tools <= SIMULATED_TOOLS:
         raise InputError(
             "tests",
             "a campaign runs either on the testbed or on the simulator: put the "
-            "tool = 'sim' tests in a campaign of their own",
+            "tool = 'sim' and tool = 'ib' tests in a campaign of their own",
         )
-    if "sim" in tools and campaign.reservations:
+    if simulated and campaign.reservations:
         raise InputError(
             "connections.reservations",
             "a simulated campaign runs on loops (loops_miles), not on reservations",
         )
-    return tools == {"sim"}
+    return simulated
 
 
 def scenario(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str, Any]:
@@ -97,6 +105,48 @@ def row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
     )
 
 
+def ib_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
+    """The tidy row of an InfiniBand run: payload throughput in Gb/s (10^9 bits), and
+    perftest's own MB/sec (2^20 bytes) beside it."""
+    values = run.test.values
+    qps = report["client"]["qps"]
+    return Row(
+        campaign=campaign,
+        test=run.test.name,
+        tool="ib",
+        source=Source.SIMULATED,
+        connection=run.connection.name,
+        length_miles=run.connection.length_miles,
+        repetition=run.repetition,
+        started_at=datetime.now(UTC),
+        message_bytes=int(run.params["message_bytes"]),
+        variant=f"{values['service']} {values['operation']}",
+        duration_s=round(float(report["perf"]["wall_s"]), 3),
+        throughput_gbps=report["goodput_gbps"],
+        retransmits=sum(q["packets_resent"] for q in qps),
+        rtt_ms=report["test"]["rtt_ms"],
+        extra={
+            "perftest_mb_s": report["bw_average_mb_s"],
+            "perftest_peak_mb_s": report["client"]["bw_peak_mb_s"],
+            "wan": values["wan"],
+            "iters": values["iters"],
+            "qps": values["qps"],
+            "connection_setup": values["connection_setup"],
+            "hca": values["hca"],
+            "timeouts": sum(q["timeouts"] for q in qps),
+            "finished": report["finished"],
+            "realtime_factor": report["perf"]["realtime_factor"],
+        },
+    )
+
+
+def _simulate(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str, Any]:
+    """One run on the simulator, whichever of its tools."""
+    if run.test.tool == "ib":
+        return ib.run(ib.ib_run(run))
+    return runner.run_scenario(scenario(run, topology, rate_gbps))
+
+
 def run_campaign(
     campaign: Campaign,
     planned: list[Run],
@@ -118,7 +168,6 @@ def run_campaign(
             "--fresh starts it again",
         )
     todo = [r for r in planned if r.key not in done]
-    scenarios = [scenario(r, topology, campaign.rate_gbps) for r in todo]
     folder = raw_dir / campaign.name.replace("/", "_")
     folder.mkdir(parents=True, exist_ok=True)
     finished = 0
@@ -126,16 +175,33 @@ def run_campaign(
     def keep(index: int, report: dict[str, Any]) -> None:
         nonlocal finished
         run = todo[index]
-        row = row_of(run, campaign.name, report)
+        make_row = ib_row_of if run.test.tool == "ib" else row_of
+        row = make_row(run, campaign.name, report)
         raw_path = folder / f"sim-{len(done) + index + 1:05d}.json"
         raw_path.write_text(json.dumps(report))
         row.raw_ref = str(raw_path)
         store.add(campaign_id, run.key, row)
         finished += 1
         if progress:
-            what = f"{run.connection.name}, {run.params['cc']}, n = {run.params['streams']}"
-            progress(what, finished, len(todo))
+            progress(_describe(run), finished, len(todo))
 
-    runner.run_many(scenarios, workers=workers, scheduler=scheduler, on_done=keep)
+    if all(r.test.tool == "sim" for r in todo):
+        scenarios = [scenario(r, topology, campaign.rate_gbps) for r in todo]
+        runner.run_many(scenarios, workers=workers, scheduler=scheduler, on_done=keep)
+    else:
+        # IB runs are short and few: a local pool of simulator processes.
+        with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+            futures = {
+                pool.submit(_simulate, r, topology, campaign.rate_gbps): i
+                for i, r in enumerate(todo)
+            }
+            for future in as_completed(futures):
+                keep(futures[future], future.result())
     store.finish_campaign(campaign.name)
     return finished
+
+
+def _describe(run: Run) -> str:
+    if run.test.tool == "ib":
+        return f"{run.connection.name}, IB {run.params['message_bytes']} B"
+    return f"{run.connection.name}, {run.params['cc']}, n = {run.params['streams']}"

@@ -4,11 +4,18 @@ USN loop, described once and turned into the simulator's arguments."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from longhaul.measure.params import Param
+from longhaul.measure.tools import ToolError
 from longhaul.sim import runner
 from longhaul.topology import usn
 from longhaul.topology.circuits import loop_spec
+
+if TYPE_CHECKING:
+    from longhaul.measure.campaign import Run
+    from longhaul.measure.rows import Row
+    from longhaul.testbed import CircuitRecord, Testbed
 
 PERFTEST_MB = 1 << 20
 """perftest prints MB/sec as bytes / 2^20 (`print_report` divides by 0x100000)."""
@@ -70,3 +77,67 @@ def loop_rtt_ms(length_miles: float) -> float:
 def run(test: IbRun) -> dict[str, Any]:
     """The simulator's report of one test."""
     return runner.run_ib(test.args())
+
+
+IB_PACKETS_PER_S = 5e6
+"""Packets longhaul-sim moves per wall-clock second in an IB run, rounded down from
+`longhaul-sim ib` (about 5 million 2 KB packets a second, RDMA write at 8 Gb/s, a 2-core
+VM): what the campaign's estimate divides by."""
+
+
+class IbTool:
+    """The simulator's InfiniBand as a campaign tool (`tool = "ib"`, test
+    `ib_throughput`): one perftest bandwidth run per message size, on the loop's round
+    trip, between range extenders. Runs through `sim.campaign`, never on the testbed."""
+
+    name = "ib"
+    test = "ib_throughput"
+    params = (
+        Param("operation", str, "write", grid=False, choices=("write", "send", "read")),
+        Param("service", str, "RC", grid=False, choices=("RC", "UC", "UD")),
+        Param("wan", str, "sonet", grid=False, choices=tuple(WAN_LAYERS)),
+        # perftest's `-n`: 1000 is rdma_bw.c's default (the USN RDMA profile's tool).
+        Param("iters", int, 1000, grid=False, low=2, high=1_000_000),
+        Param("qps", int, 1, grid=False, low=1, high=64),
+        Param("connection_setup", str, "cm", grid=False, choices=("cm", "socket")),
+        Param("hca", str, "sdr", grid=False, choices=("sdr", "ddr")),
+    )
+    cc: tuple[str, ...] = ()
+    cc_source = ""
+
+    def missing(self) -> str | None:
+        try:
+            runner.binary()
+        except runner.SimUnavailableError as exc:
+            return str(exc)
+        return None
+
+    def estimate_s(self, planned: Run) -> float:
+        values, size = planned.test.values, int(planned.params["message_bytes"])
+        packets = int(values["iters"]) * int(values["qps"]) * max(1, size // 2048)
+        return 0.1 + packets / IB_PACKETS_PER_S
+
+    def measure(
+        self, planned: Run, circuit: CircuitRecord, testbed: Testbed, row: Row
+    ) -> dict[str, Any]:
+        raise ToolError("simulated runs run on the simulator: `longhaul campaign run` does so")
+
+
+def ib_run(planned: Run) -> IbRun:
+    """The simulator's test for one campaign run."""
+    values = planned.test.values
+    tool = {"write": "rdma_bw", "send": "send_bw", "read": "read_bw"}[values["operation"]]
+    return IbRun(
+        tool,
+        int(planned.params["message_bytes"]),
+        planned.connection.length_miles,
+        service=values["service"],
+        wan=values["wan"],
+        iters=values["iters"],
+        qps=values["qps"],
+        connection=values["connection_setup"],
+        hca=values["hca"],
+    )
+
+
+TOOL = IbTool()
