@@ -5,7 +5,10 @@
 //! - `lossy`: one CUBIC flow over 163 ms with 1e-5 random loss (recovery, SACK
 //!   scoreboards and retransmissions on every few hundred milliseconds);
 //! - `mixed`: twenty flows, ten round-trip times from 26.8 to 163 ms, CUBIC and H-TCP
-//!   alternating.
+//!   alternating;
+//! - `ib_write`: InfiniBand RDMA write of 8 MB messages (`ib_rdma_bw`, RC, one QP) at
+//!   8,600 miles (163.488 ms) between range extenders, 4X SDR: about 482k 2 KB packets a
+//!   second, for as many messages as fill the seconds asked for.
 //!
 //! Buffers are large enough that windows never bind. `events` counts scheduled events
 //! only (a packet handed from one node to the next in the same instant is a call).
@@ -13,6 +16,7 @@
 use serde::Serialize;
 
 use crate::cc::CcKind;
+use crate::ib::run::{IbTest, Tool};
 use crate::run::run;
 use crate::scenario::{FlowGroupSpec, HostSpec, HostsSpec, PathSpec, Scenario, resolve};
 use longhaul_link::Loss;
@@ -33,6 +37,7 @@ pub struct BenchReport {
     pub twenty_flows: BenchCase,
     pub lossy: BenchCase,
     pub mixed: BenchCase,
+    pub ib_write: BenchCase,
 }
 
 /// Random loss per packet of the `lossy` case.
@@ -118,11 +123,34 @@ pub fn bench_case(scenario: &Scenario) -> BenchCase {
     }
 }
 
+/// The `ib_write` case: 8 MB RDMA writes over USN's 8,600-mile loop for about
+/// `duration_s` of transfer at the 4X SDR link's payload rate.
+pub fn ib_write_test(duration_s: f64) -> IbTest {
+    const MESSAGE_BYTES: u64 = 8 << 20;
+    let payload_bytes_per_s = 8e9 / 8.0 * 2048.0 / 2074.0;
+    let mut test = IbTest::new(Tool::RdmaBw, MESSAGE_BYTES, 163.488);
+    test.iters = ((duration_s * payload_bytes_per_s / MESSAGE_BYTES as f64).round() as u64).max(2);
+    test
+}
+
+pub fn ib_case(test: &IbTest) -> BenchCase {
+    let report = crate::ib::run::run(test);
+    BenchCase {
+        events_per_s: report.perf.events_per_s,
+        realtime_factor: report.perf.realtime_factor,
+        simulated_s: report.perf.simulated_s,
+        wall_s: report.perf.wall_s,
+        events: report.events,
+        goodput_bps: report.goodput_gbps.unwrap_or(0.0) * 1e9,
+    }
+}
+
 pub fn bench(duration_s: f64) -> BenchReport {
     BenchReport {
         one_flow: bench_case(&scenario(1, duration_s)),
         twenty_flows: bench_case(&scenario(20, duration_s)),
         lossy: bench_case(&lossy_scenario(duration_s)),
         mixed: bench_case(&mixed_scenario(duration_s)),
+        ib_write: ib_case(&ib_write_test(duration_s)),
     }
 }

@@ -37,7 +37,8 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// Measure the simulator's speed (one and twenty 10 Gb/s CUBIC flows at 163 ms).
+    /// Measure the simulator's speed (10 Gb/s CUBIC flows at 163 ms: one, twenty, lossy,
+    /// mixed; an InfiniBand RDMA write at 8,600 miles).
     Bench {
         /// Print JSON only.
         #[arg(long)]
@@ -48,14 +49,16 @@ enum Command {
     },
     /// List the host and connection presets as JSON.
     Presets,
-    /// An InfiniBand perftest tool (`send_bw`, `write_bw`, `read_bw`, `rdma_bw`, `send_lat`,
-    /// `write_lat`, `read_lat`) between two HCAs, across a WAN loop between range extenders.
+    /// An InfiniBand perftest tool (`send_bw`, `write_bw`, `read_bw`, `rdma_bw`,
+    /// `send_lat`, `write_lat`, `read_lat`) or an OSU MPI benchmark (`osu_latency`,
+    /// `osu_bw`, `osu_bibw`) between two HCAs, across a WAN loop between range extenders.
     Ib(IbArgs),
 }
 
 #[derive(clap::Args)]
 struct IbArgs {
-    /// `send_bw`, `write_bw`, `read_bw`, `rdma_bw` (`ib_rdma_bw`), `send_lat`, `write_lat`, `read_lat`.
+    /// `send_bw`, `write_bw`, `read_bw`, `rdma_bw` (`ib_rdma_bw`), `send_lat`, `write_lat`,
+    /// `read_lat`; MPI over the QP: `osu_latency`, `osu_bw`, `osu_bibw`.
     test: String,
     /// Message size in bytes.
     #[arg(short = 's', long, default_value_t = 65_536)]
@@ -81,6 +84,12 @@ struct IbArgs {
     /// RDMA reads outstanding (read tests).
     #[arg(short = 'o', long, default_value_t = 4)]
     outs: u32,
+    /// MPI (`osu_bw`, `osu_bibw`): sends posted per round.
+    #[arg(short = 'w', long, default_value_t = 64)]
+    window: u64,
+    /// MPI: messages up to this size go eagerly, larger ones by rendezvous (bytes).
+    #[arg(long, default_value_t = 12_288)]
+    eager_limit: u64,
     /// Path MTU: 256, 512, 1024, 2048, 4096.
     #[arg(short = 'm', long, default_value_t = 2048)]
     mtu: u32,
@@ -117,6 +126,8 @@ impl IbArgs {
         }
         t.qps = self.qps;
         t.bidirectional = self.bidirectional;
+        t.window = self.window;
+        t.eager_limit_bytes = self.eager_limit;
         t.max_reads = self.outs;
         t.mtu_bytes = self.mtu;
         t.connection = Connection::parse(&self.connection)?;
@@ -149,7 +160,19 @@ impl IbArgs {
 /// perftest's table: a line per size.
 fn print_ib_table(reports: &[IbReport]) {
     let Some(first) = reports.first() else { return };
-    if first.test.tool.is_bandwidth() {
+    if let Some(mpi) = &first.mpi {
+        let what = if mpi.unit == "us" {
+            "Latency (us)"
+        } else {
+            "Bandwidth (MB/s)"
+        };
+        println!("# Size          {what}");
+        for r in reports {
+            let value = r.mpi.as_ref().and_then(|m| m.value);
+            let shown = value.map_or("-".into(), |v| format!("{v:.2}"));
+            println!("{:<15} {shown}", r.test.bytes);
+        }
+    } else if first.test.tool.is_bandwidth() {
         println!(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]");
         for r in reports {
             let peak = r
@@ -245,6 +268,7 @@ fn main() -> ExitCode {
                     ("twenty_flows", &report.twenty_flows),
                     ("lossy", &report.lossy),
                     ("mixed", &report.mixed),
+                    ("ib_write", &report.ib_write),
                 ] {
                     eprintln!(
                         "{name}: {:.2}x real time, {:.2} M events/s, {:.2} Gb/s goodput",

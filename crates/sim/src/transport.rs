@@ -47,3 +47,28 @@ pub trait Transport {
 
     fn report(&self) -> FlowReport;
 }
+
+/// A boxed endpoint is one (the host boxes the large ones).
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn handle_packet(&mut self, now_ns: u64, pkt: &Packet) {
+        (**self).handle_packet(now_ns, pkt);
+    }
+    fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
+        (**self).poll_transmit(now_ns)
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        (**self).poll_timeout()
+    }
+    fn handle_timeout(&mut self, now_ns: u64) {
+        (**self).handle_timeout(now_ns);
+    }
+    fn held_by_interface(&self) -> bool {
+        (**self).held_by_interface()
+    }
+    fn packet_left(&mut self, left_ns: u64) {
+        (**self).packet_left(left_ns);
+    }
+    fn report(&self) -> FlowReport {
+        (**self).report()
+    }
+}

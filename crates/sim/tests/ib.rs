@@ -169,3 +169,72 @@ fn bad_tests_say_what_is_wrong() {
     t.mtu_bytes = 3000;
     assert!(t.check().is_err());
 }
+
+fn osu(tool: Tool, bytes: u64, rtt_ms: f64, service: Service) -> IbReport {
+    let mut t = IbTest::new(tool, bytes, rtt_ms);
+    t.service = service;
+    t.iters = t.iters.min(50);
+    t.skip = t.skip.min(5);
+    let r = run(&t);
+    assert!(r.finished, "{tool:?} {bytes} B did not finish");
+    r
+}
+
+fn mpi_value(r: &IbReport) -> f64 {
+    r.mpi.as_ref().and_then(|m| m.value).expect("an OSU figure")
+}
+
+#[test]
+fn mpi_latency_is_half_a_round_trip_eagerly_and_three_halves_by_rendezvous() {
+    let eager = osu(Tool::OsuLatency, 8, 10.0, Service::Rc);
+    assert_eq!(eager.mpi.as_ref().unwrap().protocol, "eager");
+    assert_close("eager latency (us)", mpi_value(&eager), 5_000.0, 0.002);
+    // RTS, CTS and the data each cross once per direction: 1.5 round trips, plus the
+    // data's time on the line.
+    let bytes = 64 << 10;
+    let rendezvous = osu(Tool::OsuLatency, bytes, 10.0, Service::Rc);
+    assert_eq!(rendezvous.mpi.as_ref().unwrap().protocol, "rendezvous");
+    let want_us = 15_000.0 + bytes as f64 / SDR_PAYLOAD_BYTES_PER_S * 1e6;
+    assert_close(
+        "rendezvous latency (us)",
+        mpi_value(&rendezvous),
+        want_us,
+        0.01,
+    );
+}
+
+#[test]
+fn the_eager_limit_decides_the_protocol() {
+    let at = osu(Tool::OsuBw, 12 * 1024, 1.0, Service::Rc);
+    let above = osu(Tool::OsuBw, 12 * 1024 + 1, 1.0, Service::Rc);
+    assert_eq!(at.mpi.as_ref().unwrap().protocol, "eager");
+    // Above 8 KB OSU runs 20 timed rounds after 2, of 64 messages each.
+    assert_eq!(above.mpi.as_ref().unwrap().rank0.rendezvous, 22 * 64);
+}
+
+#[test]
+fn mpi_bandwidth_fills_the_line_with_large_messages_and_bibw_doubles_it() {
+    let line_mb_s = SDR_PAYLOAD_BYTES_PER_S / 1e6;
+    let bw = mpi_value(&osu(Tool::OsuBw, 4 << 20, 0.28, Service::Rc));
+    assert!(
+        bw > 0.98 * line_mb_s && bw <= line_mb_s,
+        "{bw} of {line_mb_s}"
+    );
+    let both = mpi_value(&osu(Tool::OsuBibw, 4 << 20, 0.28, Service::Rc));
+    assert_close("both ways", both, 2.0 * bw, 0.01);
+    // Over UD every 2,032 bytes carry a match header and a datagram's headers.
+    let ud = mpi_value(&osu(Tool::OsuBw, 4 << 20, 0.28, Service::Ud));
+    assert!(ud < bw && ud > 0.95 * bw, "UD {ud} against RC {bw}");
+}
+
+#[test]
+fn mpi_over_uc_completes_a_send_only_when_the_receiver_acknowledges_it() {
+    let r = osu(Tool::OsuBw, 1024, 20.0, Service::Uc);
+    let m = r.mpi.as_ref().unwrap();
+    // Every data message and every 4-byte reply was acknowledged by its receiver.
+    assert_eq!(m.rank0.sends_completed, m.rank1.receives_completed);
+    assert_eq!(m.rank1.sends_completed, m.rank0.receives_completed);
+    // So a window costs a round trip, as over RC.
+    let rc = osu(Tool::OsuBw, 1024, 20.0, Service::Rc);
+    assert_close("UC against RC", mpi_value(&r), mpi_value(&rc), 0.01);
+}

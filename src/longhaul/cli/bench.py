@@ -201,7 +201,8 @@ def sim(
     """Speed of longhaul-sim at 10 Gb/s, MTU 1500, on one core: events/s and the
     real-time factor (simulated seconds per wall-clock second) for one CUBIC flow over
     163 ms, twenty such flows, one flow with 1e-5 random loss, and twenty flows of ten
-    RTTs (26.8-163 ms) and two variants; then `vs_ns3_speedup`, how many times faster
+    RTTs (26.8-163 ms) and two variants, and an InfiniBand RDMA write of 8 MB messages
+    at 8,600 miles (`ib_write`); then `vs_ns3_speedup`, how many times faster
     than ns-3 it runs a scaled case (1 Gb/s, 26.8 ms) timed in the same run."""
     import subprocess  # noqa: PLC0415
 
@@ -234,7 +235,7 @@ def sim(
     if json_output:
         print_json(report)
         return
-    for case in ("one_flow", "twenty_flows", "lossy", "mixed"):
+    for case in ("one_flow", "twenty_flows", "lossy", "mixed", "ib_write"):
         figures = report[case]
         console.print(
             f"{case.replace('_', ' ')}: {figures['events_per_s'] / 1e6:.2f} M events/s, "

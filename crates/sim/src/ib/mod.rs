@@ -1,8 +1,10 @@
 //! InfiniBand in the simulator: the wire (`wire`: link rates, headers, opcodes), the
 //! queue pair (`qp`: RC, UC and UD; send, RDMA write and read), perftest-shaped
-//! applications (`perftest`) and a connection across a wide-area loop between range
+//! applications (`perftest`), MPI's eager and rendezvous protocols with the OSU
+//! benchmarks (`mpi`) and a connection across a wide-area loop between range
 //! extenders (`run`).
 
+pub mod mpi;
 pub mod perftest;
 pub mod qp;
 pub mod run;

@@ -13,6 +13,7 @@
 
 use serde::Serialize;
 
+use super::mpi::MpiRank;
 use super::qp::{Qp, Verb, WorkRequest};
 use super::wire::IbPacket;
 use crate::packet::Packet;
@@ -81,6 +82,7 @@ impl App {
             id: self.next_id,
             verb,
             bytes,
+            imm: 0,
         });
         self.next_id += 1;
         self.record.posted.push(now_ns);
@@ -167,23 +169,43 @@ impl App {
     }
 }
 
-/// A queue pair and the application driving it: one end of an InfiniBand connection
-/// on a host, as a [`Transport`].
+/// What drives a queue pair: a perftest application, or an MPI rank.
+pub enum Driver {
+    Perftest(App),
+    Mpi(MpiRank),
+}
+
+impl Driver {
+    fn react(&mut self, qp: &mut Qp, now_ns: u64) {
+        match self {
+            Driver::Perftest(app) => app.react(qp, now_ns),
+            Driver::Mpi(rank) => rank.react(qp, now_ns),
+        }
+    }
+}
+
+/// A queue pair and what drives it: one end of an InfiniBand connection on a host, as a
+/// [`Transport`].
 pub struct IbEndpoint {
     id: u32,
     qp: Qp,
-    app: App,
-    /// The time of the last call that told it: when the application reacts to a
-    /// completion that `packet_left` reports.
+    driver: Driver,
+    /// The time of the last call that told it: when the driver reacts to a completion
+    /// that `packet_left` reports.
     now_ns: u64,
 }
 
 impl IbEndpoint {
+    /// QP `id` driven by a perftest application playing `role`.
     pub fn new(id: u32, qp: Qp, role: Role) -> Self {
+        Self::driven(id, qp, Driver::Perftest(App::new(role)))
+    }
+
+    pub fn driven(id: u32, qp: Qp, driver: Driver) -> Self {
         Self {
             id,
             qp,
-            app: App::new(role),
+            driver,
             now_ns: 0,
         }
     }
@@ -192,8 +214,24 @@ impl IbEndpoint {
         &self.qp
     }
 
+    pub fn driver(&self) -> &Driver {
+        &self.driver
+    }
+
+    /// The perftest application's record (empty for an MPI rank).
     pub fn record(&self) -> &AppRecord {
-        self.app.record()
+        static NONE: AppRecord = AppRecord {
+            posted: Vec::new(),
+            completed: Vec::new(),
+            failed: 0,
+            bytes_completed: 0,
+            samples_ns: Vec::new(),
+            messages_arrived: 0,
+        };
+        match &self.driver {
+            Driver::Perftest(app) => app.record(),
+            Driver::Mpi(_) => &NONE,
+        }
     }
 }
 
@@ -202,21 +240,21 @@ impl Transport for IbEndpoint {
         self.now_ns = now_ns;
         if let Some(ib) = IbPacket::from_packet(pkt) {
             self.qp.handle_packet(now_ns, ib);
-            self.app.react(&mut self.qp, now_ns);
+            self.driver.react(&mut self.qp, now_ns);
         }
     }
 
     fn poll_transmit(&mut self, now_ns: u64) -> Option<Packet> {
         self.now_ns = now_ns;
-        self.app.react(&mut self.qp, now_ns);
+        self.driver.react(&mut self.qp, now_ns);
         let ib = self.qp.poll_transmit(now_ns)?;
         Some(ib.to_packet(self.id, now_ns))
     }
 
     fn packet_left(&mut self, left_ns: u64) {
-        // UC/UD complete on send: the application may post again.
+        // UC/UD complete on send: the driver may post again.
         self.qp.packet_left(left_ns);
-        self.app.react(&mut self.qp, self.now_ns);
+        self.driver.react(&mut self.qp, self.now_ns);
     }
 
     fn poll_timeout(&self) -> Option<u64> {
@@ -226,7 +264,7 @@ impl Transport for IbEndpoint {
     fn handle_timeout(&mut self, now_ns: u64) {
         self.now_ns = now_ns;
         self.qp.handle_timeout(now_ns);
-        self.app.react(&mut self.qp, now_ns);
+        self.driver.react(&mut self.qp, now_ns);
     }
 
     fn held_by_interface(&self) -> bool {

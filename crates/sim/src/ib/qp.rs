@@ -99,6 +99,10 @@ pub struct WorkRequest {
     pub id: u64,
     pub verb: Verb,
     pub bytes: u64,
+    /// What the responder's application learns with the message (`Arrival::imm`): a
+    /// protocol above the verbs (MPI) says here what a message is. It rides on the last
+    /// packet and costs no wire bytes: such a protocol counts its header in `bytes`.
+    pub imm: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +119,8 @@ pub struct Arrival {
     pub verb: Verb,
     pub bytes: u64,
     pub at_ns: u64,
+    /// The sender's `WorkRequest::imm`.
+    pub imm: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -415,7 +421,8 @@ impl Qp {
                 _ => Opcode::nth(WRITE, k, posted.packets),
             };
             self.next_psn += 1;
-            if !self.reliable() && self.next_psn == posted.end_psn() {
+            let last = self.next_psn == posted.end_psn();
+            if !self.reliable() && last {
                 self.queue[index].done = true;
                 self.leaving.push(posted.wr.id);
             }
@@ -423,7 +430,7 @@ impl Qp {
                 op,
                 psn: self.next_psn - 1,
                 payload,
-                value: 0,
+                value: if last { posted.wr.imm } else { 0 },
             }
         };
         self.sent_high_psn = self.sent_high_psn.max(self.next_psn);
@@ -587,6 +594,7 @@ impl Qp {
                 verb,
                 bytes: std::mem::take(&mut self.incoming.bytes),
                 at_ns: now_ns,
+                imm: pkt.value,
             });
         }
     }
@@ -670,6 +678,7 @@ mod tests {
             id,
             verb: Verb::Write,
             bytes,
+            imm: 0,
         }
     }
 
@@ -741,6 +750,7 @@ mod tests {
                 id,
                 verb: Verb::Read,
                 bytes: 2 * 1024,
+                imm: 0,
             });
         }
         // Only two requests go before an answer comes back.
@@ -756,6 +766,7 @@ mod tests {
                 id,
                 verb: Verb::Read,
                 bytes: 2 * 1024,
+                imm: 0,
             });
         }
         exchange(&mut a, &mut b, |_, _| false, 10_000_000);
@@ -770,6 +781,7 @@ mod tests {
             id: 7,
             verb: Verb::Read,
             bytes: 3 * 1024,
+            imm: 0,
         });
         exchange(&mut a, &mut b, |from_a, n| !from_a && n == 1, 10_000_000);
         assert_eq!(completions(&mut a), vec![(7, true)]);
@@ -786,6 +798,7 @@ mod tests {
                 id,
                 verb: Verb::Send,
                 bytes: 1000,
+                imm: 0,
             });
         }
         exchange(&mut a, &mut b, |from_a, n| from_a && n == 1, 10_000_000);

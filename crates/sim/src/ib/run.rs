@@ -20,7 +20,8 @@ use std::time::Instant;
 use longhaul_link::layer::Layer;
 use serde::Serialize;
 
-use super::perftest::{self, AppRecord, IbEndpoint, Role};
+use super::mpi::{Benchmark, EAGER_LIMIT_BYTES, MpiRank, MpiRecord, OSU_WINDOW, OsuTest};
+use super::perftest::{self, AppRecord, Driver, IbEndpoint, Role};
 use super::qp::{QpConfig, QpCounters, Service, Verb, ack_timeout_ns};
 use super::wire::{BASE_HEADER_BYTES, LinkSpeed, RETH_BYTES};
 use crate::credit::{CreditLink, CreditLinkConfig, IB_CREDIT_BLOCK_BYTES};
@@ -45,6 +46,10 @@ pub enum Tool {
     SendLat,
     WriteLat,
     ReadLat,
+    /// OSU's MPI benchmarks over the QP ([`super::mpi`]).
+    OsuLatency,
+    OsuBw,
+    OsuBibw,
 }
 
 impl Tool {
@@ -58,18 +63,33 @@ impl Tool {
             "send_lat" => Tool::SendLat,
             "write_lat" => Tool::WriteLat,
             "read_lat" => Tool::ReadLat,
+            "osu_latency" => Tool::OsuLatency,
+            "osu_bw" => Tool::OsuBw,
+            "osu_bibw" => Tool::OsuBibw,
             _ => {
                 return Err(format!(
                     "test {name:?} is not one of send_bw, write_bw, read_bw, rdma_bw, \
-                     send_lat, write_lat, read_lat"
+                     send_lat, write_lat, read_lat, osu_latency, osu_bw, osu_bibw"
                 ));
             }
         })
     }
 
+    /// The OSU benchmark this tool runs, if it is one.
+    pub fn osu(self) -> Option<Benchmark> {
+        match self {
+            Tool::OsuLatency => Some(Benchmark::Latency),
+            Tool::OsuBw => Some(Benchmark::Bandwidth),
+            Tool::OsuBibw => Some(Benchmark::BiBandwidth),
+            _ => None,
+        }
+    }
+
     pub fn verb(self) -> Verb {
         match self {
-            Tool::SendBw | Tool::SendLat => Verb::Send,
+            Tool::SendBw | Tool::SendLat | Tool::OsuLatency | Tool::OsuBw | Tool::OsuBibw => {
+                Verb::Send
+            }
             Tool::WriteBw | Tool::RdmaBw | Tool::WriteLat => Verb::Write,
             Tool::ReadBw | Tool::ReadLat => Verb::Read,
         }
@@ -91,6 +111,8 @@ impl Tool {
             Tool::WriteBw => (5000, 100),
             Tool::ReadBw | Tool::RdmaBw => (1000, 100),
             Tool::SendLat | Tool::WriteLat | Tool::ReadLat => (1000, 50),
+            // osu_*.c: set per message size (`OsuTest::new`); the depth is unused.
+            Tool::OsuLatency | Tool::OsuBw | Tool::OsuBibw => (0, 1),
         }
     }
 }
@@ -212,6 +234,11 @@ pub struct IbTest {
     pub tx_depth: u64,
     pub qps: u32,
     pub bidirectional: bool,
+    /// MPI (OSU tools): warm-up rounds before the `iters` timed ones, the window of
+    /// sends per round, and the eager limit.
+    pub skip: u64,
+    pub window: u64,
+    pub eager_limit_bytes: u64,
     pub connection: Connection,
     /// RDMA reads outstanding per QP (perftest `read_bw`'s `-o`, default 4: "the device
     /// capability on gen2", `read_bw.c`).
@@ -228,7 +255,12 @@ impl IbTest {
     /// The tool with perftest's defaults on a loop of `rtt_ms` between Longbows over
     /// OC-192 SONET, 4X SDR HCAs on PCIe x8, MTU 2048, one RC QP, RDMA CM.
     pub fn new(tool: Tool, bytes: u64, rtt_ms: f64) -> Self {
-        let (iters, tx_depth) = tool.default_iters_and_depth();
+        let (mut iters, tx_depth) = tool.default_iters_and_depth();
+        let mut skip = 0;
+        if let Some(benchmark) = tool.osu() {
+            let osu = OsuTest::new(benchmark, bytes);
+            (iters, skip) = (osu.iters, osu.skip);
+        }
         Self {
             tool,
             service: Service::Rc,
@@ -237,6 +269,9 @@ impl IbTest {
             tx_depth,
             qps: 1,
             bidirectional: false,
+            skip,
+            window: OSU_WINDOW,
+            eager_limit_bytes: EAGER_LIMIT_BYTES,
             connection: Connection::Cm,
             max_reads: 4,
             mtu_bytes: 2048,
@@ -251,7 +286,8 @@ impl IbTest {
     pub fn check(&self) -> Result<(), String> {
         super::wire::check_mtu(self.mtu_bytes)?;
         self.tool.verb().check(self.service)?;
-        if self.service == Service::Ud && self.bytes > u64::from(self.mtu_bytes) {
+        let fragmented = self.tool.osu().is_some(); // MPI cuts its messages for UD
+        if self.service == Service::Ud && !fragmented && self.bytes > u64::from(self.mtu_bytes) {
             return Err(format!(
                 "UD carries one packet per message: {} bytes is more than the MTU {}",
                 self.bytes, self.mtu_bytes
@@ -264,7 +300,15 @@ impl IbTest {
             return Err(format!("round trip {} ms is not a time", self.rtt_ms));
         }
         if self.bidirectional && !self.tool.is_bandwidth() {
-            return Err("-b (both ways) is for bandwidth tests".into());
+            return Err(
+                "-b (both ways) is for bandwidth tests (osu_bibw runs MPI both ways)".into(),
+            );
+        }
+        if self.tool.osu().is_some() && (self.qps != 1 || self.window == 0) {
+            return Err("an MPI test runs on one QP per peer, with a window of at least 1".into());
+        }
+        if self.tool.osu().is_some() && self.bytes > 0xffff_ffff {
+            return Err("an MPI message here is at most 4 GiB".into());
         }
         Ok(())
     }
@@ -360,6 +404,47 @@ pub struct LatencyReport {
     pub max_us: f64,
 }
 
+/// An OSU benchmark's figure, as OSU prints it, and what the MPI layer did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MpiReport {
+    pub benchmark: Benchmark,
+    /// Latency: µs one way; bandwidth: MB/s of 10^6 bytes.
+    pub value: Option<f64>,
+    pub unit: &'static str,
+    pub protocol: &'static str,
+    pub rank0: MpiRecord,
+    pub rank1: MpiRecord,
+}
+
+fn mpi_rank<'a>(side: &[&'a IbEndpoint]) -> Option<&'a MpiRank> {
+    match side.first()?.driver() {
+        Driver::Mpi(rank) => Some(rank),
+        Driver::Perftest(_) => None,
+    }
+}
+
+fn mpi_report(t: &IbTest, clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> Option<MpiReport> {
+    let benchmark = t.tool.osu()?;
+    let (zero, one) = (mpi_rank(clients)?, mpi_rank(servers)?);
+    let protocol = match t.service {
+        Service::Ud => "datagrams",
+        _ if t.bytes <= t.eager_limit_bytes => "eager",
+        _ => "rendezvous",
+    };
+    Some(MpiReport {
+        benchmark,
+        value: zero.figure(),
+        unit: if benchmark == Benchmark::Latency {
+            "us"
+        } else {
+            "MB/s"
+        },
+        protocol,
+        rank0: zero.record().clone(),
+        rank1: one.record().clone(),
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtenderReport {
     pub max_buffer_bytes: u64,
@@ -380,10 +465,14 @@ pub struct IbReport {
     /// The same in bits per second of payload (10^9).
     pub goodput_gbps: Option<f64>,
     pub latency: Option<LatencyReport>,
+    /// OSU benchmarks: their figure.
+    pub mpi: Option<MpiReport>,
     /// Forward direction (client to server): extender A's WAN port, then B's IB port.
     pub extenders: Vec<ExtenderReport>,
     pub finished: bool,
     pub simulated_s: f64,
+    /// Scheduled events the run took off the queue.
+    pub events: u64,
     pub perf: Perf,
 }
 
@@ -433,9 +522,32 @@ fn add_direction(
     vec![wan_id, out_id]
 }
 
-fn endpoints(t: &IbTest, role: Role) -> Vec<Endpoint> {
+fn osu_test(t: &IbTest, benchmark: Benchmark) -> OsuTest {
+    OsuTest {
+        benchmark,
+        bytes: t.bytes,
+        iters: t.iters,
+        skip: t.skip,
+        window: t.window,
+        eager_limit_bytes: t.eager_limit_bytes,
+    }
+}
+
+fn endpoints(t: &IbTest, role: Role, rank: u8) -> Vec<Endpoint> {
+    if let Some(benchmark) = t.tool.osu() {
+        let mpi = MpiRank::new(rank, osu_test(t, benchmark), t.service, t.mtu_bytes);
+        let qp = super::qp::Qp::new(t.qp_config());
+        return vec![Endpoint::Ib(Box::new(IbEndpoint::driven(
+            0,
+            qp,
+            Driver::Mpi(mpi),
+        )))];
+    }
     (0..t.qps)
-        .map(|qp| Endpoint::Ib(IbEndpoint::new(qp, super::qp::Qp::new(t.qp_config()), role)))
+        .map(|qp| {
+            let qp_state = super::qp::Qp::new(t.qp_config());
+            Endpoint::Ib(Box::new(IbEndpoint::new(qp, qp_state, role)))
+        })
         .collect()
 }
 
@@ -445,8 +557,8 @@ fn build(t: &IbTest) -> Built {
     let (client_role, server_role) = t.roles();
     let rate = t.interface_rate_bps();
     let max_frame = t.mtu_bytes + BASE_HEADER_BYTES + RETH_BYTES;
-    let host = |egress: NodeId, role| {
-        let host = Host::new(egress, rate, endpoints(t, role));
+    let host = |egress: NodeId, role, rank| {
+        let host = Host::new(egress, rate, endpoints(t, role, rank));
         match t.extender {
             Some(e) => host.with_link_credit(e.buffer_bytes, IB_CREDIT_BLOCK_BYTES, max_frame),
             None => host,
@@ -457,8 +569,8 @@ fn build(t: &IbTest) -> Built {
     } else {
         (server_id, client_id)
     };
-    sim.add(Box::new(host(client_egress, client_role)));
-    sim.add(Box::new(host(server_egress, server_role)));
+    sim.add(Box::new(host(client_egress, client_role, 0)));
+    sim.add(Box::new(host(server_egress, server_role, 1)));
     let forward_links = add_direction(&mut sim, t, (client_id, server_id), 2);
     add_direction(&mut sim, t, (server_id, client_id), 4);
     Built {
@@ -474,15 +586,18 @@ fn records(sim: &Sim, host: NodeId) -> Vec<&IbEndpoint> {
     host.endpoints()
         .iter()
         .filter_map(|e| match e {
-            Endpoint::Ib(ib) => Some(ib),
+            Endpoint::Ib(ib) => Some(ib.as_ref()),
             _ => None,
         })
         .collect()
 }
 
-/// Whether a side has done what its role asks.
+/// Whether a side has done what its role (or its MPI rank) asks.
 fn side_done(endpoints: &[&IbEndpoint], role: Role) -> bool {
     endpoints.iter().all(|e| {
+        if let Driver::Mpi(rank) = e.driver() {
+            return rank.finished();
+        }
         let r = e.record();
         let finished = r.completed.len() as u64 + r.failed;
         match role {
@@ -594,6 +709,7 @@ pub fn run(t: &IbTest) -> IbReport {
             .extender
             .map(|e| e.wan_rate_bps(t.mtu_bytes + BASE_HEADER_BYTES)),
         latency: latency(t, clients[0].record()),
+        mpi: mpi_report(t, &clients, &servers),
         client,
         server,
         bw_average_mb_s: total,
@@ -601,6 +717,7 @@ pub fn run(t: &IbTest) -> IbReport {
         extenders,
         finished,
         simulated_s,
+        events: b.sim.events_processed(),
         perf: Perf::since(wall, simulated_s, b.sim.events_processed()),
     }
 }
