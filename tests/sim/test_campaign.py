@@ -123,3 +123,19 @@ def test_an_infiniband_test_takes_only_what_the_model_offers(home):
     (home / "bad.toml").write_text(bad)
     result = longhaul("campaign", "run", str(home / "bad.toml"), home=home)
     assert result.returncode == 2 and "operation" in result.stderr
+
+
+def test_an_infiniband_campaign_runs_beside_cross_traffic(home):
+    campaign = IB_CAMPAIGN.replace("message_bytes = [65536, 8388608]", "message_bytes = [8388608]")
+    campaign = campaign.replace("iters = 200", "iters = 50\ncross_traffic_gbps = [0, 2]")
+    (home / "cross.toml").write_text(campaign)
+    ran = longhaul("campaign", "run", str(home / "cross.toml"), home=home)
+    assert ran.returncode == 0, ran.stderr
+    db = Database(f"sqlite:///{home / 'longhaul.db'}")
+    rows = ResultsStore(db).rows("ib-small")
+    db.dispose()
+    by = {(round(r.length_miles or 0), r.cross_traffic_gbps): r for r in rows}
+    assert len(by) == 4
+    # The extenders' frames are never dropped: the datagrams lose what does not fit.
+    assert by[8600, 2.0].throughput_gbps == pytest.approx(by[8600, 0.0].throughput_gbps, rel=0.01)
+    assert by[8600, 2.0].extra["cross_frames_dropped"] > 0

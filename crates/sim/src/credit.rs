@@ -56,6 +56,27 @@ pub struct CreditLinkConfig {
     pub block_bytes: u32,
 }
 
+/// Constant-rate datagram traffic that shares a credit link's line without credit (a
+/// range extender's WAN port also carries what its Ethernet side ports and the WAN
+/// switch send): frames of `frame_bytes` arriving every `frame_bytes x 8 / rate_bps`,
+/// served first come first served with the credited packets, dropped when more than
+/// `queue_bytes` of them wait. They leave the line and go nowhere (the far end counts
+/// nothing of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CrossTraffic {
+    pub rate_bps: u64,
+    pub frame_bytes: u32,
+    pub queue_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CrossState {
+    config: CrossTraffic,
+    /// When the next frame arrives, picoseconds.
+    next_ps: u64,
+    interval_ps: u64,
+}
+
 /// What a credit link saw. `data_*` count TCP payload bytes, for the conservation check.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CreditCounters {
@@ -70,6 +91,9 @@ pub struct CreditCounters {
     pub credit_stalls: u64,
     pub data_bytes_in: u64,
     pub data_bytes_delivered: u64,
+    /// Cross traffic's frames put on the line, and dropped for want of queue.
+    pub cross_frames_sent: u64,
+    pub cross_frames_dropped: u64,
 }
 
 pub struct CreditLink {
@@ -90,6 +114,7 @@ pub struct CreditLink {
     stalled: bool,
     /// The one pending pump wake-up that counts (others are stale and ignored).
     pump_at_ns: Option<u64>,
+    cross: Option<CrossState>,
     counters: CreditCounters,
 }
 
@@ -117,7 +142,41 @@ impl CreditLink {
             on_line: VecDeque::new(),
             stalled: false,
             pump_at_ns: None,
+            cross: None,
             counters: CreditCounters::default(),
+        }
+    }
+
+    /// Share the line with `cross` traffic.
+    #[must_use]
+    pub fn with_cross(mut self, cross: CrossTraffic) -> Self {
+        assert!(cross.rate_bps > 0 && cross.frame_bytes > 0);
+        let interval_ps = u64::from(cross.frame_bytes) * 8 * PS_PER_S / cross.rate_bps;
+        self.cross = Some(CrossState {
+            config: cross,
+            next_ps: 0,
+            interval_ps: interval_ps.max(1),
+        });
+        self
+    }
+
+    /// Put on the line, in order, every cross frame that arrived by `until_ps` (they are
+    /// ahead of whatever arrived later); a frame that finds more than its queue's worth
+    /// of line time ahead of it is dropped.
+    fn serve_cross(&mut self, until_ps: u64) {
+        let Some(cross) = &mut self.cross else { return };
+        let rate = self.config.rate_bps;
+        let ser_ps = u64::from(cross.config.frame_bytes) * 8 * PS_PER_S / rate;
+        let queue_ps = cross.config.queue_bytes * 8 * PS_PER_S / rate;
+        while cross.next_ps <= until_ps {
+            let arrival = cross.next_ps;
+            cross.next_ps += cross.interval_ps;
+            if self.line_free_ps.saturating_sub(arrival) > queue_ps {
+                self.counters.cross_frames_dropped += 1;
+                continue;
+            }
+            self.line_free_ps = self.line_free_ps.max(arrival) + ser_ps;
+            self.counters.cross_frames_sent += 1;
         }
     }
 
@@ -175,6 +234,7 @@ impl CreditLink {
         let now_ns = ctx.now_ns;
         self.take_returned_credit(now_ns);
         while let Some(&(arrived_ns, pkt)) = self.buffer.front() {
+            self.serve_cross(arrived_ns * PS_PER_NS);
             let start_ps = (now_ns * PS_PER_NS)
                 .max(self.line_free_ps)
                 .max(arrived_ns * PS_PER_NS);
@@ -184,6 +244,8 @@ impl CreditLink {
             }
             let charge = self.charge(&pkt);
             if charge > self.credit_bytes {
+                // The datagrams behind a stalled packet do not wait for its credit.
+                self.serve_cross(now_ns * PS_PER_NS);
                 if !self.stalled {
                     self.stalled = true;
                     self.counters.credit_stalls += 1;

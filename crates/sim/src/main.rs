@@ -105,6 +105,12 @@ struct IbArgs {
     /// HCA link speed: sdr or ddr.
     #[arg(long, default_value = "sdr")]
     hca: String,
+    /// UDP cross traffic onto the forward WAN line, Gb/s.
+    #[arg(long, default_value_t = 0.0)]
+    cross_gbps: f64,
+    /// Traffic through the extender's 1GigE side ports onto the WAN line, Gb/s (<= 2).
+    #[arg(long, default_value_t = 0.0)]
+    side_ports_gbps: f64,
     /// Each range extender's buffer (credit across the WAN), bytes.
     #[arg(long)]
     extender_buffer_bytes: Option<u64>,
@@ -127,6 +133,8 @@ impl IbArgs {
         t.qps = self.qps;
         t.bidirectional = self.bidirectional;
         t.window = self.window;
+        t.cross_traffic_gbps = self.cross_gbps;
+        t.side_ports_gbps = self.side_ports_gbps;
         t.eager_limit_bytes = self.eager_limit;
         t.max_reads = self.outs;
         t.mtu_bytes = self.mtu;

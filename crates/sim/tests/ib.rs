@@ -238,3 +238,42 @@ fn mpi_over_uc_completes_a_send_only_when_the_receiver_acknowledges_it() {
     let rc = osu(Tool::OsuBw, 1024, 20.0, Service::Rc);
     assert_close("UC against RC", mpi_value(&r), mpi_value(&rc), 0.01);
 }
+
+#[test]
+fn datagrams_on_the_wan_get_what_the_extenders_leave() {
+    let mut t = IbTest::new(Tool::RdmaBw, MB8, 26.7);
+    t.iters = 100;
+    let alone = run(&t);
+    // OC-192 carries 9.47 Gb/s of IB-sized frames; SDR fills 8.0 of them.
+    t.cross_traffic_gbps = 1.0;
+    let beside_one = run(&t);
+    assert_close(
+        "IB beside 1 Gb/s",
+        average(&beside_one),
+        average(&alone),
+        0.001,
+    );
+    assert_eq!(beside_one.extenders[0].cross_frames_dropped, 0);
+    // Beside 3 Gb/s the line is short: the extender's frames wait in its credited
+    // buffer and are never lost, so the datagrams lose what does not fit.
+    t.cross_traffic_gbps = 2.0;
+    t.side_ports_gbps = 1.0;
+    let beside_three = run(&t);
+    assert_close(
+        "IB beside 3 Gb/s",
+        average(&beside_three),
+        average(&alone),
+        0.005,
+    );
+    let e = &beside_three.extenders[0];
+    assert!(e.cross_frames_dropped > 0);
+    let frame_bits = f64::from(1500 + longhaul_link::layer::GFP_F_ETHERNET_OVERHEAD_BYTES) * 8.0;
+    // While IB sends (its bytes over its rate, less the last ACK's round trip), the
+    // datagrams carried fill what the 8 Gb/s of IB frames leave of the WAN line.
+    let sending_s = 100.0 * MB8 as f64 / average(&beside_three) - 0.0267;
+    let carried_gbps = e.cross_frames_sent as f64 * frame_bits / sending_s / 1e9;
+    let wan_gbps = beside_three.wan_rate_bps.unwrap() as f64 / 1e9;
+    assert_close("datagrams carried", carried_gbps, wan_gbps - 8.0, 0.03);
+    t.side_ports_gbps = 2.5;
+    assert!(t.check().unwrap_err().contains("side ports"));
+}

@@ -237,10 +237,13 @@ def ib_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def ib_size_profile(rows: pd.DataFrame) -> pd.DataFrame:
-    """T_B(d, s): mean and standard deviation of throughput per profile, length and
-    message size (columns variant, source, length_miles, message_bytes, mean_gbps,
-    std_gbps, count)."""
-    grouped = ib_rows(rows).groupby([*IB_PROFILE, LENGTH, "message_bytes"])[THROUGHPUT]
+    """T_B(d, s) without cross traffic: mean and standard deviation of throughput per
+    profile, length and message size (columns variant, source, length_miles,
+    message_bytes, mean_gbps, std_gbps, count)."""
+    ib = ib_rows(rows)
+    if "cross_traffic_gbps" in ib.columns:
+        ib = ib[ib["cross_traffic_gbps"].fillna(0) == 0]
+    grouped = ib.groupby([*IB_PROFILE, LENGTH, "message_bytes"])[THROUGHPUT]
     table = pd.DataFrame(
         {"mean_gbps": grouped.mean(), "std_gbps": grouped.std(ddof=1), "count": grouped.count()}
     )
@@ -259,3 +262,13 @@ def ib_means_at_largest(rows: pd.DataFrame) -> dict[tuple[str, str, int], pd.Dat
             drop=True
         )
     return found
+
+
+def ib_cross_traffic_profile(rows: pd.DataFrame) -> pd.DataFrame:
+    """InfiniBand's cross-traffic profile: mean throughput per profile, length, message
+    size and cross-traffic rate, where some run had cross traffic (else empty)."""
+    ib = ib_rows(rows)
+    if "cross_traffic_gbps" not in ib.columns or not (ib["cross_traffic_gbps"] > 0).any():
+        return ib.iloc[0:0]
+    keys = [*IB_PROFILE, LENGTH, "message_bytes", "cross_traffic_gbps"]
+    return ib.groupby(keys)[THROUGHPUT].mean().rename("mean_gbps").reset_index()

@@ -95,6 +95,7 @@ TESTS: dict[str, TestKind] = {
             "ib_throughput",
             (
                 Param("message_bytes", int, [8 << 20], grid=True, low=1, high=1 << 23),
+                Param("cross_traffic_gbps", float, [0.0], grid=True, low=0, high=10),
                 *_COMMON,
             ),
             "InfiniBand throughput by message size across range extenders (the T_B(d, s) "

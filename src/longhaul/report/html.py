@@ -67,6 +67,7 @@ def write_report(
         figures=shown,
         tables=_tables(frame, streams),
         ib_tables=_ib_tables(frame),
+        ib_cross=_ib_cross_table(frame),
         dpm_side_by_side=_dpm_side_by_side(frame, streams),
         published=None if published is None else published.to_dict("records"),
         rtts=_rtt_table(frame),
@@ -285,6 +286,21 @@ def _ib_tables(frame: pd.DataFrame) -> list[dict[str, Any]]:
             }
         )
     return tables
+
+
+def _ib_cross_table(frame: pd.DataFrame) -> list[dict[str, str]]:
+    """InfiniBand throughput beside cross traffic, per length, size and rate."""
+    table = profiles.ib_cross_traffic_profile(frame)
+    return [
+        {
+            "what": f"{r['variant']} ({r['source']})",
+            "miles": miles_label(float(r["length_miles"])),
+            "size": f"{int(r['message_bytes']):,}",
+            "cross": f"{r['cross_traffic_gbps']:g}",
+            "gbps": f"{r['mean_gbps']:.3f}",
+        }
+        for r in table.to_dict("records")
+    ]
 
 
 def _dpm_side_by_side(frame: pd.DataFrame, streams: tuple[int, int]) -> list[dict[str, str]]:

@@ -121,6 +121,7 @@ def ib_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
         started_at=datetime.now(UTC),
         message_bytes=int(run.params["message_bytes"]),
         variant=f"{values['service']} {values['operation']}",
+        cross_traffic_gbps=float(run.params["cross_traffic_gbps"]),
         duration_s=round(float(report["perf"]["wall_s"]), 3),
         throughput_gbps=report["goodput_gbps"],
         retransmits=sum(q["packets_resent"] for q in qps),
@@ -133,6 +134,10 @@ def ib_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
             "qps": values["qps"],
             "connection_setup": values["connection_setup"],
             "hca": values["hca"],
+            "side_ports_gbps": values["side_ports_gbps"],
+            "cross_frames_dropped": report["extenders"][0]["cross_frames_dropped"]
+            if report["extenders"]
+            else 0,
             "timeouts": sum(q["timeouts"] for q in qps),
             "finished": report["finished"],
             "realtime_factor": report["perf"]["realtime_factor"],

@@ -41,6 +41,10 @@ class IbRun:
     connection: str = "cm"
     outstanding_reads: int = 4
     hca: str = "sdr"
+    cross_traffic_gbps: float = 0.0
+    """UDP onto the WAN line beside the extenders' frames (USN: 1-4 Gb/s)."""
+    side_ports_gbps: float = 0.0
+    """Through the extenders' two 1GigE side ports onto the same line (at most 2)."""
 
     def args(self) -> list[str]:
         args = [
@@ -64,6 +68,10 @@ class IbRun:
         ]
         if self.iters is not None:
             args += ["-n", str(self.iters)]
+        if self.cross_traffic_gbps:
+            args += ["--cross-gbps", f"{self.cross_traffic_gbps:g}"]
+        if self.side_ports_gbps:
+            args += ["--side-ports-gbps", f"{self.side_ports_gbps:g}"]
         if self.bidirectional:
             args.append("-b")
         return args
@@ -101,6 +109,7 @@ class IbTool:
         Param("qps", int, 1, grid=False, low=1, high=64),
         Param("connection_setup", str, "cm", grid=False, choices=("cm", "socket")),
         Param("hca", str, "sdr", grid=False, choices=("sdr", "ddr")),
+        Param("side_ports_gbps", float, 0.0, grid=False, low=0, high=2),
     )
     cc: tuple[str, ...] = ()
     cc_source = ""
@@ -137,6 +146,8 @@ def ib_run(planned: Run) -> IbRun:
         qps=values["qps"],
         connection=values["connection_setup"],
         hca=values["hca"],
+        cross_traffic_gbps=float(planned.params["cross_traffic_gbps"]),
+        side_ports_gbps=float(values["side_ports_gbps"]),
     )
 
 

@@ -24,7 +24,7 @@ use super::mpi::{Benchmark, EAGER_LIMIT_BYTES, MpiRank, MpiRecord, OSU_WINDOW, O
 use super::perftest::{self, AppRecord, Driver, IbEndpoint, Role};
 use super::qp::{QpConfig, QpCounters, Service, Verb, ack_timeout_ns};
 use super::wire::{BASE_HEADER_BYTES, LinkSpeed, RETH_BYTES};
-use crate::credit::{CreditLink, CreditLinkConfig, IB_CREDIT_BLOCK_BYTES};
+use crate::credit::{CreditLink, CreditLinkConfig, CrossTraffic, IB_CREDIT_BLOCK_BYTES};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
@@ -249,6 +249,12 @@ pub struct IbTest {
     pub extender: Option<Extender>,
     /// Give up after this much virtual time.
     pub time_limit_s: f64,
+    /// UDP cross traffic onto the forward WAN line, Gb/s (USN's cross-traffic profile
+    /// injected 1-4 Gb/s from extra hosts through the WAN switch).
+    pub cross_traffic_gbps: f64,
+    /// Ordinary traffic through the extender's two 1GigE side ports onto the same WAN
+    /// line, Gb/s (at most 2).
+    pub side_ports_gbps: f64,
 }
 
 impl IbTest {
@@ -279,6 +285,8 @@ impl IbTest {
             hca: Hca::infinihost_pcie_x8(LinkSpeed::Sdr4x),
             extender: Some(Extender::longbow_xr(Layer::Oc192)),
             time_limit_s: 3_600.0,
+            cross_traffic_gbps: 0.0,
+            side_ports_gbps: 0.0,
         }
     }
 
@@ -298,6 +306,16 @@ impl IbTest {
         }
         if !(self.rtt_ms.is_finite() && self.rtt_ms >= 0.0) {
             return Err(format!("round trip {} ms is not a time", self.rtt_ms));
+        }
+        if !(0.0..=2.0).contains(&self.side_ports_gbps) {
+            return Err("the side ports are two 1GigE ports: at most 2 Gb/s".into());
+        }
+        if !(0.0..=10.0).contains(&self.cross_traffic_gbps) {
+            return Err("cross traffic is 0 to 10 Gb/s".into());
+        }
+        let datagrams = self.cross_traffic_gbps + self.side_ports_gbps;
+        if datagrams > 0.0 && self.extender.is_none() {
+            return Err("cross traffic shares the extenders' WAN line: give a --wan layer".into());
         }
         if self.bidirectional && !self.tool.is_bandwidth() {
             return Err(
@@ -449,6 +467,8 @@ fn mpi_report(t: &IbTest, clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> O
 pub struct ExtenderReport {
     pub max_buffer_bytes: u64,
     pub credit_stalls: u64,
+    pub cross_frames_sent: u64,
+    pub cross_frames_dropped: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -485,11 +505,25 @@ struct Built {
 
 /// Host `from` -> [extender's WAN port -> far extender's IB port] -> host `to`, or
 /// straight to `to` when there is no extender. Returns the links, first to last.
+/// Cross traffic of `gbps` (IP) as the WAN line carries it: 1,500-byte IP packets in the
+/// layer's framing. Its queue, 1 MiB, is an assumption (the WAN switch's or extender's
+/// buffer for Ethernet is not published).
+fn cross_traffic(layer: Layer, gbps: f64) -> CrossTraffic {
+    const IP_BYTES: u32 = 1500;
+    let frame_bytes = IP_BYTES + layer.frame_overhead_bytes();
+    CrossTraffic {
+        rate_bps: (gbps * 1e9 * f64::from(frame_bytes) / f64::from(IP_BYTES)) as u64,
+        frame_bytes,
+        queue_bytes: 1 << 20,
+    }
+}
+
 fn add_direction(
     sim: &mut Sim,
     t: &IbTest,
     (from, to): (NodeId, NodeId),
     first_id: NodeId,
+    forward: bool,
 ) -> Vec<NodeId> {
     let one_way_ns = (t.rtt_ms / 2.0 * NS_PER_MS).round() as u64;
     let Some(extender) = t.extender else {
@@ -504,10 +538,12 @@ fn add_direction(
         next_buffer_bytes: Some(extender.buffer_bytes),
         block_bytes: IB_CREDIT_BLOCK_BYTES,
     };
-    assert_eq!(
-        sim.add(Box::new(CreditLink::new(wan, out_id, Some(from)))),
-        wan_id
-    );
+    let mut wan_link = CreditLink::new(wan, out_id, Some(from));
+    let datagram_gbps = t.cross_traffic_gbps + t.side_ports_gbps;
+    if datagram_gbps > 0.0 && forward {
+        wan_link = wan_link.with_cross(cross_traffic(extender.wan, datagram_gbps));
+    }
+    assert_eq!(sim.add(Box::new(wan_link)), wan_id);
     let out = CreditLinkConfig {
         rate_bps: t.link_speed().data_rate_bps(),
         delay_ns: 0,
@@ -571,8 +607,8 @@ fn build(t: &IbTest) -> Built {
     };
     sim.add(Box::new(host(client_egress, client_role, 0)));
     sim.add(Box::new(host(server_egress, server_role, 1)));
-    let forward_links = add_direction(&mut sim, t, (client_id, server_id), 2);
-    add_direction(&mut sim, t, (server_id, client_id), 4);
+    let forward_links = add_direction(&mut sim, t, (client_id, server_id), 2, true);
+    add_direction(&mut sim, t, (server_id, client_id), 4, false);
     Built {
         sim,
         client: client_id,
@@ -697,6 +733,8 @@ pub fn run(t: &IbTest) -> IbReport {
             ExtenderReport {
                 max_buffer_bytes: c.max_buffer_bytes,
                 credit_stalls: c.credit_stalls,
+                cross_frames_sent: c.cross_frames_sent,
+                cross_frames_dropped: c.cross_frames_dropped,
             }
         })
         .collect();
