@@ -45,9 +45,12 @@ from longhaul.testbed import Testbed, netns
 
 QUICK = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-quick.toml"
 SIMULATED = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-sim-quick.toml"
-SIMULATED_ESTIMATE_S = 20.0
-"""What the simulated part takes, for the progress bar: its 96 runs took 17 s on a 2-core
-VM (`longhaul campaign run usn-tcp-sim-quick.toml`)."""
+SIMULATED_IB = Path(__file__).parent / "data" / "campaigns" / "usn-ib-rdma-sim.toml"
+SIMULATED_ESTIMATES_S = (20.0, 6.0)
+"""What the simulated parts take, for the progress bar: the TCP study's 96 runs took
+17 s on a 2-core VM (`longhaul campaign run usn-tcp-sim-quick.toml`), the InfiniBand
+profile's 92 runs 6 s."""
+SIMULATED_ESTIMATE_S = sum(SIMULATED_ESTIMATES_S)
 
 
 class DemoUnavailableError(RuntimeError):
@@ -100,6 +103,7 @@ def run(progress: Progress | None = None) -> Path:
     os.environ["LONGHAUL_TESTBED_DIR"] = str(folder / "testbed")
     spec = campaigns.parse(QUICK.read_text(), source=str(QUICK))
     simulated = campaigns.parse(SIMULATED.read_text(), source=str(SIMULATED))
+    infiniband = campaigns.parse(SIMULATED_IB.read_text(), source=str(SIMULATED_IB))
     testbed = Testbed()
     say = progress or (lambda _phase: None)
     try:
@@ -107,18 +111,17 @@ def run(progress: Progress | None = None) -> Path:
             store = ResultsStore(_database(folder))
             runner = Runner(store, testbed, folder / "results")
             measured_s = _study(spec, client, testbed, runner, say, SIMULATED_ESTIMATE_S)
-        _simulate(
-            simulated,
-            testbed,
-            store,
-            folder,
-            _offset(say, measured_s, measured_s + SIMULATED_ESTIMATE_S),
-        )
+        base_s = measured_s
+        for part, estimate_s in zip((simulated, infiniband), SIMULATED_ESTIMATES_S, strict=True):
+            total_s = measured_s + SIMULATED_ESTIMATE_S
+            _simulate(part, testbed, store, folder, _offset(say, base_s, total_s), estimate_s)
+            base_s += estimate_s
         say(Phase("writing the report", 1, 1))
         from longhaul.report import write_report  # noqa: PLC0415
 
-        frame = pd.concat([store.frame(spec.name), store.frame(simulated.name)])
-        return write_report(frame, folder / "report", f"{spec.name} + {simulated.name}")
+        names = (spec.name, simulated.name, infiniband.name)
+        frame = pd.concat([store.frame(name) for name in names])
+        return write_report(frame, folder / "report", " + ".join(names))
     finally:
         say(Phase("removing the testbed", 1, 1))
         testbed.down(everything=True)
@@ -130,15 +133,16 @@ def _simulate(
     store: ResultsStore,
     folder: Path,
     say: Callable[[str, float], None],
+    estimate_s: float,
 ) -> None:
-    """The simulated study, stored beside the emulated one."""
+    """A simulated study, stored beside the emulated one."""
     from longhaul.measure.runner import plan_connections  # noqa: PLC0415
     from longhaul.sim import campaign as simulated  # noqa: PLC0415
 
     planned = campaigns.runs(spec, plan_connections(spec, testbed))
 
     def progress(what: str, done: int, total: int) -> None:
-        say(f"simulating: {what}", SIMULATED_ESTIMATE_S * done / max(total, 1))
+        say(f"simulating: {what}", estimate_s * done / max(total, 1))
 
     simulated.run_campaign(
         spec, planned, testbed.topology, store, folder / "results", progress=progress

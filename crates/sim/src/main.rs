@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use longhaul_link::layer::Layer;
-use longhaul_sim::ib::run::{Connection, Extender, Hca, IbReport, IbTest, Tool};
+use longhaul_sim::ib::devices::{Connection, Extender, Hca};
+use longhaul_sim::ib::run::{IbReport, IbTest, Tool};
 use longhaul_sim::ib::{qp::Service, wire::LinkSpeed};
 use longhaul_sim::{bench, network, presets, run, scenario};
 

@@ -1,10 +1,9 @@
 //! InfiniBand across range extenders, against what each mechanism implies in closed form.
 
 use longhaul_link::layer::Layer;
+use longhaul_sim::ib::devices::{Connection, Extender, Hca, PCIE_1_X8_PAYLOAD_BPS};
 use longhaul_sim::ib::qp::Service;
-use longhaul_sim::ib::run::{
-    Connection, Extender, Hca, IbReport, IbTest, PCIE_1_X8_PAYLOAD_BPS, PERFTEST_MB, Tool, run,
-};
+use longhaul_sim::ib::run::{IbReport, IbTest, PERFTEST_MB, Tool, run};
 use longhaul_sim::ib::wire::LinkSpeed;
 
 const MB8: u64 = 8 << 20;
