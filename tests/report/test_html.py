@@ -180,7 +180,7 @@ def ib(miles: float, size: int) -> Row:
     return Row(
         campaign="ib",
         test="ib_throughput",
-        tool="ib",
+        tool="ib_rdma",
         source=Source.SIMULATED,
         connection=f"loop {miles} mi",
         length_miles=miles,

@@ -94,7 +94,7 @@ name = "ib-small"
 loops_miles = [0.2, 8600]
 [[tests]]
 test = "ib_throughput"
-tool = "ib"
+tool = "ib_rdma"
 message_bytes = [65536, 8388608]
 iters = 200
 """
@@ -108,7 +108,7 @@ def test_an_infiniband_campaign_stores_its_profile_by_message_size(home):
     rows = ResultsStore(db).rows("ib-small")
     db.dispose()
     assert {(r.test, r.tool, r.source.value, r.variant) for r in rows} == {
-        ("ib_throughput", "ib", "simulated", "RC write")
+        ("ib_throughput", "ib_rdma", "simulated", "RC write sonet sdr cm")
     }
     by = {(round(r.length_miles or 0), r.message_bytes): r.throughput_gbps or 0 for r in rows}
     # 100 messages outstanding: 64 KB ones fill 0.2 miles but not a 163 ms round trip.

@@ -253,10 +253,10 @@ def schedule(
     spec = campaigns.parse(file.read_text(), source=str(file))
     if spec.jitter is not None:
         fail("a scheduled campaign runs on booked circuits, which have no jitter setting")
-    if spec.reservations or any(t.tool in ("sim", "ib") for t in spec.tests):
+    if spec.reservations or any(t.tool in ("sim", "ib_rdma") for t in spec.tests):
         fail(
             "a scheduled campaign books its own loops: give loops_miles and no reservations, "
-            "and no tool = 'sim' or 'ib' (simulated campaigns need no circuits: run them "
+            "and no tool = 'sim' or 'ib_rdma' (simulated campaigns need no circuits: run them "
             "directly)"
         )
     runner.plan_connections(spec, Testbed(load_or_usn(topology)))  # every loop exists

@@ -1,7 +1,7 @@
 """Campaigns on the simulator: with tool = "sim" each run becomes a scenario on the
 circuit the emulated testbed would build for its loop, the scenarios run side by side
 (locally or on Dask), and each result is stored as the same tidy row an emulated run
-gives, tagged simulated; with tool = "ib" each run is a perftest-shaped InfiniBand test
+gives, tagged simulated; with tool = "ib_rdma" each run is a perftest-shaped InfiniBand test
 on the loop's round trip (`sim.ib`), stored as an `ib_throughput` row."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ Progress = Callable[[str, int, int], None]
 """(what just finished, runs done, runs in all)."""
 
 
-SIMULATED_TOOLS = frozenset({"sim", "ib"})
+SIMULATED_TOOLS = frozenset({"sim", "ib_rdma"})
 
 
 def is_simulated(campaign: Campaign) -> bool:
@@ -40,7 +40,7 @@ def is_simulated(campaign: Campaign) -> bool:
         raise InputError(
             "tests",
             "a campaign runs either on the testbed or on the simulator: put the "
-            "tool = 'sim' and tool = 'ib' tests in a campaign of their own",
+            "tool = 'sim' and tool = 'ib_rdma' tests in a campaign of their own",
         )
     if simulated and campaign.reservations:
         raise InputError(
@@ -113,14 +113,17 @@ def ib_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
     return Row(
         campaign=campaign,
         test=run.test.name,
-        tool="ib",
+        tool="ib_rdma",
         source=Source.SIMULATED,
         connection=run.connection.name,
         length_miles=run.connection.length_miles,
         repetition=run.repetition,
         started_at=datetime.now(UTC),
         message_bytes=int(run.params["message_bytes"]),
-        variant=f"{values['service']} {values['operation']}",
+        # What tells one InfiniBand profile from another: a campaign may vary each.
+        variant=" ".join(
+            str(values[k]) for k in ("service", "operation", "wan", "hca", "connection_setup")
+        ),
         cross_traffic_gbps=float(run.params["cross_traffic_gbps"]),
         duration_s=round(float(report["perf"]["wall_s"]), 3),
         throughput_gbps=report["goodput_gbps"],
@@ -147,7 +150,7 @@ def ib_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
 
 def _simulate(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str, Any]:
     """One run on the simulator, whichever of its tools."""
-    if run.test.tool == "ib":
+    if run.test.tool == "ib_rdma":
         return ib.run(ib.ib_run(run))
     return runner.run_scenario(scenario(run, topology, rate_gbps))
 
@@ -180,7 +183,7 @@ def run_campaign(
     def keep(index: int, report: dict[str, Any]) -> None:
         nonlocal finished
         run = todo[index]
-        make_row = ib_row_of if run.test.tool == "ib" else row_of
+        make_row = ib_row_of if run.test.tool == "ib_rdma" else row_of
         row = make_row(run, campaign.name, report)
         raw_path = folder / f"sim-{len(done) + index + 1:05d}.json"
         raw_path.write_text(json.dumps(report))
@@ -207,6 +210,6 @@ def run_campaign(
 
 
 def _describe(run: Run) -> str:
-    if run.test.tool == "ib":
+    if run.test.tool == "ib_rdma":
         return f"{run.connection.name}, IB {run.params['message_bytes']} B"
     return f"{run.connection.name}, {run.params['cc']}, n = {run.params['streams']}"

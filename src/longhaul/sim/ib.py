@@ -94,11 +94,11 @@ VM): what the campaign's estimate divides by."""
 
 
 class IbTool:
-    """The simulator's InfiniBand as a campaign tool (`tool = "ib"`, test
+    """The simulator's InfiniBand as a campaign tool (`tool = "ib_rdma"`, test
     `ib_throughput`): one perftest bandwidth run per message size, on the loop's round
     trip, between range extenders. Runs through `sim.campaign`, never on the testbed."""
 
-    name = "ib"
+    name = "ib_rdma"
     test = "ib_throughput"
     params = (
         Param("operation", str, "write", grid=False, choices=("write", "send", "read")),

@@ -69,7 +69,7 @@ class WanTool:
 BUILT_IN = {
     "iperf3": ("tcp_throughput", "longhaul.measure.tools.iperf3"),
     "sim": ("tcp_throughput", "longhaul.sim.tool"),
-    "ib": ("ib_throughput", "longhaul.sim.ib"),
+    "ib_rdma": ("ib_throughput", "longhaul.sim.ib"),
     "udp": ("udp_throughput", "longhaul.measure.tools.udp"),
     "ping": ("rtt", "longhaul.measure.tools.ping"),
     "echo": ("echo_jitter", "longhaul.measure.tools.echo"),
