@@ -112,6 +112,9 @@ struct IbArgs {
     /// Traffic through the extender's 1GigE side ports onto the WAN line, Gb/s (<= 2).
     #[arg(long, default_value_t = 0.0)]
     side_ports_gbps: f64,
+    /// The HCA's time to take up one work request, ns (bounds small messages' rate).
+    #[arg(long, default_value_t = 0)]
+    wqe_ns: u64,
     /// Each range extender's buffer (credit across the WAN), bytes.
     #[arg(long)]
     extender_buffer_bytes: Option<u64>,
@@ -141,6 +144,7 @@ impl IbArgs {
         t.mtu_bytes = self.mtu;
         t.connection = Connection::parse(&self.connection)?;
         t.hca = Hca::infinihost_pcie_x8(LinkSpeed::parse(&self.hca)?);
+        t.hca.wqe_ns = self.wqe_ns;
         t.extender = if self.wan == "none" {
             None
         } else {

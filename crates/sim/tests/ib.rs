@@ -276,3 +276,24 @@ fn datagrams_on_the_wan_get_what_the_extenders_leave() {
     t.side_ports_gbps = 2.5;
     assert!(t.check().unwrap_err().contains("side ports"));
 }
+
+#[test]
+fn the_time_to_take_up_a_work_request_bounds_the_message_rate() {
+    let mut t = IbTest::new(Tool::WriteBw, 64, 0.0);
+    t.iters = 2_000;
+    t.extender = None;
+    let free = run(&t);
+    t.hca.wqe_ns = 1_000;
+    let bound = run(&t);
+    let rate = |r: &IbReport| average(r) / 64.0;
+    assert!(rate(&free) > 5e6, "{} messages a second", rate(&free));
+    assert_close("one message per microsecond", rate(&bound), 1e6, 0.01);
+    // Large messages overlap the next request's take-up with their own packets.
+    let mut big = IbTest::new(Tool::WriteBw, 1 << 20, 0.0);
+    big.iters = 50;
+    big.extender = None;
+    big.hca = Hca::infinihost_pcie_x8(LinkSpeed::Sdr4x);
+    let before = average(&run(&big));
+    big.hca.wqe_ns = 1_000;
+    assert_close("1 MB messages", average(&run(&big)), before, 0.001);
+}

@@ -83,6 +83,10 @@ pub struct QpConfig {
     /// RC responder: acknowledge at least every this many packets (and every message's
     /// last packet).
     pub ack_every_packets: u64,
+    /// The adapter's time to take up one work request (fetch its descriptor, start its
+    /// DMA): work requests start at most one per this, overlapped with the packets of
+    /// the one before. It bounds the message rate of small messages.
+    pub wqe_ns: u64,
 }
 
 /// The local ACK timeout of a `timeout` exponent (IBA vol. 1 §9.7.6.1.3; 0 means none).
@@ -186,6 +190,10 @@ pub struct Qp {
     read_psn: u64,
     reads_outstanding: u32,
     timer_ns: Option<u64>,
+    /// The next work request may start at this time (`wqe_ns` after the last one did);
+    /// `waiting_wqe` while a request waits for it.
+    wqe_ready_ns: u64,
+    waiting_wqe: bool,
     retries: u32,
     completions: VecDeque<Completion>,
     /// UC/UD requests whose last packet was just handed out: they complete when it
@@ -196,8 +204,8 @@ pub struct Qp {
     incoming: Incoming,
     unacked_received: u64,
     nak_sent: bool,
-    nak_due: bool,
-    ack_due: bool,
+    /// The ACK or NAK the responder owes, sent before anything else (a NAK wins).
+    owed: Option<Opcode>,
     answers: VecDeque<Answer>,
     arrivals: VecDeque<Arrival>,
     counters: QpCounters,
@@ -216,6 +224,8 @@ impl Qp {
             read_psn: 0,
             reads_outstanding: 0,
             timer_ns: None,
+            wqe_ready_ns: 0,
+            waiting_wqe: false,
             retries: 0,
             completions: VecDeque::new(),
             leaving: Vec::new(),
@@ -223,8 +233,7 @@ impl Qp {
             incoming: Incoming::default(),
             unacked_received: 0,
             nak_sent: false,
-            nak_due: false,
-            ack_due: false,
+            owed: None,
             answers: VecDeque::new(),
             arrivals: VecDeque::new(),
             counters: QpCounters::default(),
@@ -265,8 +274,13 @@ impl Qp {
         self.arrivals.pop_front()
     }
 
+    /// The transport timer, or when a waiting work request may start, whichever is first.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.timer_ns
+        let wqe = self.waiting_wqe.then_some(self.wqe_ready_ns);
+        match (self.timer_ns, wqe) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn reliable(&self) -> bool {
@@ -348,14 +362,7 @@ impl Qp {
 
     /// The packet the responder owes first: an ACK or NAK, else a read response.
     fn poll_responder(&mut self) -> Option<IbPacket> {
-        if self.nak_due || self.ack_due {
-            let op = if self.nak_due {
-                Opcode::NakSequence
-            } else {
-                Opcode::Ack
-            };
-            self.nak_due = false;
-            self.ack_due = false;
+        if let Some(op) = self.owed.take() {
             self.unacked_received = 0;
             self.counters.acks_sent += 1;
             return Some(IbPacket {
@@ -397,6 +404,15 @@ impl Qp {
         let posted = *self.queue.get(index)?;
         let mtu = u64::from(self.config.mtu_bytes);
         let resent = self.next_psn < self.sent_high_psn;
+        let starts_request = self.next_psn == posted.first_psn && !resent;
+        if starts_request && self.config.wqe_ns > 0 {
+            if now_ns < self.wqe_ready_ns {
+                self.waiting_wqe = true;
+                return None;
+            }
+            self.waiting_wqe = false;
+            self.wqe_ready_ns = now_ns + self.config.wqe_ns;
+        }
         let pkt = if posted.wr.verb == Verb::Read {
             if self.reads_outstanding >= self.config.max_reads {
                 return None;
@@ -531,14 +547,14 @@ impl Qp {
             if pkt.op == Opcode::ReadRequest {
                 self.answer_read(pkt);
             } else {
-                self.ack_due = true;
+                self.owe_ack();
             }
             return;
         }
         if pkt.psn > self.expected_psn {
             if !self.nak_sent {
                 self.nak_sent = true;
-                self.nak_due = true;
+                self.owed = Some(Opcode::NakSequence);
                 self.counters.naks_sent += 1;
             }
             return;
@@ -551,12 +567,16 @@ impl Qp {
         }
         self.unacked_received += 1;
         if pkt.op.ends_message() || self.unacked_received >= self.config.ack_every_packets {
-            self.ack_due = true;
+            self.owe_ack();
         }
     }
 
     /// UC: a gap in PSNs loses the message in progress; the responder drops packets until
     /// the next message starts.
+    fn owe_ack(&mut self) {
+        self.owed.get_or_insert(Opcode::Ack);
+    }
+
     fn on_unreliable_request(&mut self, now_ns: u64, pkt: IbPacket) {
         if pkt.psn != self.expected_psn {
             self.incoming = Incoming {
@@ -626,6 +646,7 @@ mod tests {
             ack_timeout_ns: 100_000,
             retry_count: 7,
             ack_every_packets: 4,
+            wqe_ns: 0,
         }
     }
 

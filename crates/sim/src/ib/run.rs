@@ -239,6 +239,7 @@ impl IbTest {
                 .max(self.hca.min_ack_timeout_ns),
             retry_count: 7,
             ack_every_packets: self.hca.ack_every_packets,
+            wqe_ns: self.hca.wqe_ns,
         }
     }
 
