@@ -144,11 +144,7 @@ def throughput_by_length(
                 alpha=0.6,
                 label=f"{name!s} (published, USN hosts)",
             )
-    axes.set_xlabel("connection length (miles)")
-    axes.set_ylabel("throughput (Gb/s)")
-    axes.set_ylim(bottom=0)
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+    _throughput_axes(axes, "connection length (miles)")
     low, high = streams
     caption = (
         f"T̄(d): mean throughput over n = {low}..{high} streams (those measured) and "
@@ -181,11 +177,7 @@ def ib_profiles(frame: pd.DataFrame) -> list[Drawn]:
                 label=f"{miles_label(float(str(miles)))} mi",
             )
         axes.set_xscale("log", base=2)
-        axes.set_xlabel("message size (bytes)")
-        axes.set_ylabel("throughput (Gb/s)")
-        axes.set_ylim(bottom=0)
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize=8)
+        _throughput_axes(axes, "message size (bytes)")
         caption = (
             f"T_B(d, s): InfiniBand {variant} throughput (payload, 10^9 bits/s) against "
             "message size, a line per connection length, as perftest measures it (first "
@@ -218,17 +210,22 @@ def ib_beside_tcp(frame: pd.DataFrame, streams: tuple[int, int]) -> Drawn | None
             linestyle="--",
             label=f"IB {variant}, {size:,} B ({source})",
         )
-    axes.set_xlabel("connection length (miles)")
-    axes.set_ylabel("throughput (Gb/s)")
-    axes.set_ylim(bottom=0)
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+    _throughput_axes(axes, "connection length (miles)")
     low, high = streams
     caption = (
         f"TCP's T̄(d) (mean over n = {low}..{high} streams) and InfiniBand's throughput at "
         "its largest message size, on the same lengths: how much each loses per mile."
     )
     return Drawn("ib-beside-tcp", "InfiniBand beside TCP", caption, figure)
+
+
+def _throughput_axes(axes: Axes, x_label: str) -> None:
+    """Throughput in Gb/s from zero against `x_label`, with a grid and a legend."""
+    axes.set_xlabel(x_label)
+    axes.set_ylabel("throughput (Gb/s)")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
 
 
 def _draw_fit(axes: Axes, rows: pd.DataFrame, streams: tuple[int, int], color: Any) -> None:

@@ -115,11 +115,7 @@ class IbTool:
     cc_source = ""
 
     def missing(self) -> str | None:
-        try:
-            runner.binary()
-        except runner.SimUnavailableError as exc:
-            return str(exc)
-        return None
+        return runner.missing()
 
     def estimate_s(self, planned: Run) -> float:
         values, size = planned.test.values, int(planned.params["message_bytes"])

@@ -35,6 +35,16 @@ def binary() -> Path:
     )
 
 
+def missing() -> str | None:
+    """None when the simulator is built; otherwise how to build it (a campaign tool's
+    `missing`)."""
+    try:
+        binary()
+    except SimUnavailableError as exc:
+        return str(exc)
+    return None
+
+
 def run_scenario(scenario: dict[str, Any]) -> dict[str, Any]:
     """One scenario's results (iperf3-shaped JSON plus counters and perf)."""
     return _simulate("run", scenario)

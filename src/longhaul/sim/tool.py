@@ -38,11 +38,7 @@ class SimTool:
     cc_source = "the simulator"
 
     def missing(self) -> str | None:
-        try:
-            runner.binary()
-        except runner.SimUnavailableError as exc:
-            return str(exc)
-        return None
+        return runner.missing()
 
     def estimate_s(self, planned: Run) -> float:
         values = planned.test.values
