@@ -100,7 +100,8 @@ struct IbArgs {
     /// Round trip of the WAN loop, ms (USN: 0.28 at 0.2 miles, 26.8 at 1,400, 163 at 8,600).
     #[arg(long, default_value_t = 0.28)]
     rtt_ms: f64,
-    /// The range extenders' WAN layer: oc192, wanphy, lanphy; `none` for HCAs back to back.
+    /// The range extenders' WAN layer: oc192, wanphy, lanphy; `none` for HCAs back to back
+    /// (with `--rtt-ms 0`: without extenders IB does not cross a distance).
     #[arg(long, default_value = "oc192")]
     wan: String,
     /// HCA link speed: sdr or ddr.

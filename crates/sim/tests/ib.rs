@@ -167,6 +167,9 @@ fn bad_tests_say_what_is_wrong() {
     let mut t = IbTest::new(Tool::SendBw, 4096, 1.0);
     t.mtu_bytes = 3000;
     assert!(t.check().is_err());
+    let mut t = IbTest::new(Tool::SendBw, 4096, 1.0);
+    t.extender = None;
+    assert!(t.check().unwrap_err().contains("--wan"));
 }
 
 fn osu(tool: Tool, bytes: u64, rtt_ms: f64, service: Service) -> IbReport {

@@ -206,6 +206,13 @@ impl IbTest {
         if !(0.0..=10.0).contains(&self.cross_traffic_gbps) {
             return Err("cross traffic is 0 to 10 Gb/s".into());
         }
+        if self.extender.is_none() && self.rtt_ms > 0.0 {
+            return Err(format!(
+                "without range extenders the HCAs are back to back (a cable of metres, no \
+                 delay modelled): a round trip of {} ms needs --wan (oc192, wanphy, lanphy)",
+                self.rtt_ms
+            ));
+        }
         let datagrams = self.cross_traffic_gbps + self.side_ports_gbps;
         if datagrams > 0.0 && self.extender.is_none() {
             return Err("cross traffic shares the extenders' WAN line: give a --wan layer".into());
