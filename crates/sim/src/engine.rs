@@ -78,6 +78,11 @@ impl Sim {
         self.nodes[id] = node;
     }
 
+    /// Nodes added so far: the id the next one gets.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     pub fn node(&self, id: NodeId) -> &dyn Node {
         self.nodes[id].as_ref()
     }

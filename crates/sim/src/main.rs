@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use longhaul_link::layer::Layer;
-use longhaul_sim::ib::devices::{Connection, Extender, Hca};
+use longhaul_sim::ib::devices::{Connection, Extender, Hca, IbSwitch};
 use longhaul_sim::ib::run::{IbReport, IbTest, Tool};
 use longhaul_sim::ib::{qp::Service, wire::LinkSpeed};
 use longhaul_sim::{bench, network, presets, run, scenario};
@@ -53,7 +53,7 @@ enum Command {
     /// An InfiniBand perftest tool (`send_bw`, `write_bw`, `read_bw`, `rdma_bw`,
     /// `send_lat`, `write_lat`, `read_lat`) or an OSU MPI benchmark (`osu_latency`,
     /// `osu_bw`, `osu_bibw`) between two HCAs, across a WAN loop between range extenders.
-    Ib(IbArgs),
+    Ib(Box<IbArgs>),
 }
 
 #[derive(clap::Args)]
@@ -116,6 +116,15 @@ struct IbArgs {
     /// The HCA's time to take up one work request, ns (bounds small messages' rate).
     #[arg(long, default_value_t = 0)]
     wqe_ns: u64,
+    /// InfiniBand switches on each side (between host and extender, or between hosts).
+    #[arg(long, default_value_t = 0)]
+    switches: u32,
+    /// A switch's port-to-port latency, cable included, ns (its datasheet's).
+    #[arg(long, default_value_t = 0)]
+    switch_latency_ns: u64,
+    /// A switch input port's buffer for the virtual lane, bytes (its datasheet's).
+    #[arg(long, default_value_t = 0)]
+    switch_buffer_bytes: u64,
     /// Each range extender's buffer (credit across the WAN), bytes.
     #[arg(long)]
     extender_buffer_bytes: Option<u64>,
@@ -146,6 +155,13 @@ impl IbArgs {
         t.connection = Connection::parse(&self.connection)?;
         t.hca = Hca::infinihost_pcie_x8(LinkSpeed::parse(&self.hca)?);
         t.hca.wqe_ns = self.wqe_ns;
+        if self.switches > 0 {
+            t.switch = Some(IbSwitch {
+                count: self.switches,
+                latency_ns: self.switch_latency_ns,
+                buffer_bytes: self.switch_buffer_bytes,
+            });
+        }
         t.extender = if self.wan == "none" {
             None
         } else {

@@ -1,7 +1,7 @@
 //! InfiniBand across range extenders, against what each mechanism implies in closed form.
 
 use longhaul_link::layer::Layer;
-use longhaul_sim::ib::devices::{Connection, Extender, Hca, PCIE_1_X8_PAYLOAD_BPS};
+use longhaul_sim::ib::devices::{Connection, Extender, Hca, IbSwitch, PCIE_1_X8_PAYLOAD_BPS};
 use longhaul_sim::ib::qp::Service;
 use longhaul_sim::ib::run::{IbReport, IbTest, PERFTEST_MB, Tool, run};
 use longhaul_sim::ib::wire::LinkSpeed;
@@ -299,4 +299,41 @@ fn the_time_to_take_up_a_work_request_bounds_the_message_rate() {
     let before = average(&run(&big));
     big.hca.wqe_ns = 1_000;
     assert_close("1 MB messages", average(&run(&big)), before, 0.001);
+}
+
+#[test]
+fn a_switch_forwards_against_the_next_ports_credit() {
+    let lan = |switch: Option<IbSwitch>| {
+        let mut t = IbTest::new(Tool::WriteBw, 1 << 20, 0.0);
+        t.iters = 100;
+        t.extender = None;
+        t.switch = switch;
+        run(&t)
+    };
+    let direct = lan(None);
+    // A buffer of four packets covers a short switch's credit round trip.
+    let near = lan(Some(IbSwitch {
+        count: 1,
+        latency_ns: 200,
+        buffer_bytes: 4 * 2112,
+    }));
+    assert_close("through a switch", average(&near), average(&direct), 0.002);
+    // Between two switches, the second one's 8 KiB holds three packets (2,112 bytes
+    // each in 64-byte blocks); credit for one returns a packet's time plus 20 µs after
+    // it left the first switch: three packets of 2,048 bytes per 22.07 µs.
+    let far = lan(Some(IbSwitch {
+        count: 2,
+        latency_ns: 10_000,
+        buffer_bytes: 8 << 10,
+    }));
+    let cycle_s = 20e-6 + 2074.0 * 8.0 / 8e9;
+    assert_close("credit-bound", average(&far), 3.0 * 2048.0 / cycle_s, 0.01);
+    let mut t = IbTest::new(Tool::WriteBw, 1 << 20, 0.0);
+    t.extender = None;
+    t.switch = Some(IbSwitch {
+        count: 1,
+        latency_ns: 0,
+        buffer_bytes: 1024,
+    });
+    assert!(t.check().unwrap_err().contains("buffer"));
 }

@@ -95,6 +95,21 @@ pub struct Extender {
     pub buffer_bytes: u64,
 }
 
+/// InfiniBand switches between each host and its extender (or between the hosts), one
+/// virtual lane: each is a port's input buffer and its line, with credit-based flow
+/// control like every IB link. No switch of the USN setup is modelled by default (its
+/// hosts met the Longbows directly); the latency and buffer of a given switch are its
+/// datasheet's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IbSwitch {
+    /// Switches on each side.
+    pub count: u32,
+    /// Port to port, the cable's propagation included.
+    pub latency_ns: u64,
+    /// Each input port's buffer for the virtual lane used.
+    pub buffer_bytes: u64,
+}
+
 /// Obsidian publishes no buffer size we could find. USN measured near the line rate
 /// over 163 ms (8,600 miles), which an 8 Gb/s line reaches only with at least 163 MB
 /// of credit; 256 MiB is the assumption, above that bound, held for every case.

@@ -20,12 +20,12 @@ use std::time::Instant;
 use longhaul_link::layer::Layer;
 use serde::Serialize;
 
-use super::devices::{Connection, Extender, Hca, cross_traffic};
+use super::devices::{Connection, Extender, Hca, IbSwitch, cross_traffic};
 use super::mpi::{Benchmark, EAGER_LIMIT_BYTES, MpiRank, MpiRecord, OSU_WINDOW, OsuTest};
 use super::perftest::{self, AppRecord, Driver, IbEndpoint, Role};
 use super::qp::{QpConfig, QpCounters, Service, Verb, ack_timeout_ns};
 use super::wire::{BASE_HEADER_BYTES, LinkSpeed, RETH_BYTES};
-use crate::credit::{CreditLink, CreditLinkConfig, IB_CREDIT_BLOCK_BYTES};
+use crate::credit::{CreditLink, CreditLinkConfig, CrossTraffic, IB_CREDIT_BLOCK_BYTES};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
@@ -140,6 +140,7 @@ pub struct IbTest {
     pub rtt_ms: f64,
     pub hca: Hca,
     pub extender: Option<Extender>,
+    pub switch: Option<IbSwitch>,
     /// Give up after this much virtual time.
     pub time_limit_s: f64,
     /// UDP cross traffic onto the forward WAN line, Gb/s (USN's cross-traffic profile
@@ -177,6 +178,7 @@ impl IbTest {
             rtt_ms,
             hca: Hca::infinihost_pcie_x8(LinkSpeed::Sdr4x),
             extender: Some(Extender::longbow_xr(Layer::Oc192)),
+            switch: None,
             time_limit_s: 3_600.0,
             cross_traffic_gbps: 0.0,
             side_ports_gbps: 0.0,
@@ -216,6 +218,12 @@ impl IbTest {
         let datagrams = self.cross_traffic_gbps + self.side_ports_gbps;
         if datagrams > 0.0 && self.extender.is_none() {
             return Err("cross traffic shares the extenders' WAN line: give a --wan layer".into());
+        }
+        if let Some(switch) = self.switch
+            && switch.count > 0
+            && switch.buffer_bytes < u64::from(self.mtu_bytes + BASE_HEADER_BYTES + RETH_BYTES)
+        {
+            return Err("a switch port's buffer must hold a packet of the MTU".into());
         }
         if self.bidirectional && !self.tool.is_bandwidth() {
             return Err(
@@ -404,46 +412,77 @@ struct Built {
     forward_links: Vec<NodeId>,
 }
 
-/// Host `from` -> [extender's WAN port -> far extender's IB port] -> host `to`, or
-/// straight to `to` when there is no extender. Returns the links, first to last.
-fn add_direction(
-    sim: &mut Sim,
-    t: &IbTest,
-    (from, to): (NodeId, NodeId),
-    first_id: NodeId,
-    forward: bool,
-) -> Vec<NodeId> {
-    let one_way_ns = (t.rtt_ms / 2.0 * NS_PER_MS).round() as u64;
-    let Some(extender) = t.extender else {
-        return Vec::new();
+/// One credit-controlled hop of a direction: a port's input buffer and the line leaving
+/// it.
+struct Hop {
+    rate_bps: u64,
+    delay_ns: u64,
+    buffer_bytes: u64,
+    cross: Option<CrossTraffic>,
+}
+
+/// The hops from one host to the other: the near switches' ports, the near extender's
+/// WAN port and the far extender's IB port, the far switches' ports. The last one's
+/// line ends in the host, which takes every packet at once.
+fn hops(t: &IbTest, forward: bool) -> Vec<Hop> {
+    let link = t.link_speed().data_rate_bps();
+    let switch = |_| Hop {
+        rate_bps: link,
+        delay_ns: t.switch.map_or(0, |s| s.latency_ns),
+        buffer_bytes: t.switch.map_or(0, |s| s.buffer_bytes),
+        cross: None,
     };
-    let frame = t.mtu_bytes + BASE_HEADER_BYTES;
-    let (wan_id, out_id) = (first_id, first_id + 1);
-    let wan = CreditLinkConfig {
-        rate_bps: extender.wan_rate_bps(frame),
-        delay_ns: one_way_ns,
-        input_buffer_bytes: extender.buffer_bytes,
-        next_buffer_bytes: Some(extender.buffer_bytes),
-        block_bytes: IB_CREDIT_BLOCK_BYTES,
-    };
-    let mut wan_link = CreditLink::new(wan, out_id, Some(from));
-    let datagram_gbps = t.cross_traffic_gbps + t.side_ports_gbps;
-    if datagram_gbps > 0.0 && forward {
-        wan_link = wan_link.with_cross(cross_traffic(extender.wan, datagram_gbps));
+    let switches = t.switch.map_or(0, |s| s.count);
+    let mut found: Vec<Hop> = (0..switches).map(switch).collect();
+    if let Some(extender) = t.extender {
+        let datagram_gbps = t.cross_traffic_gbps + t.side_ports_gbps;
+        found.push(Hop {
+            rate_bps: extender.wan_rate_bps(t.mtu_bytes + BASE_HEADER_BYTES),
+            delay_ns: (t.rtt_ms / 2.0 * NS_PER_MS).round() as u64,
+            buffer_bytes: extender.buffer_bytes,
+            cross: (datagram_gbps > 0.0 && forward)
+                .then(|| cross_traffic(extender.wan, datagram_gbps)),
+        });
+        found.push(Hop {
+            rate_bps: link,
+            delay_ns: 0,
+            buffer_bytes: extender.buffer_bytes,
+            cross: None,
+        });
+        found.extend((0..switches).map(switch));
     }
-    assert_eq!(sim.add(Box::new(wan_link)), wan_id);
-    let out = CreditLinkConfig {
-        rate_bps: t.link_speed().data_rate_bps(),
-        delay_ns: 0,
-        input_buffer_bytes: extender.buffer_bytes,
-        next_buffer_bytes: None,
-        block_bytes: IB_CREDIT_BLOCK_BYTES,
-    };
-    assert_eq!(
-        sim.add(Box::new(CreditLink::new(out, to, Some(wan_id)))),
-        out_id
-    );
-    vec![wan_id, out_id]
+    found
+}
+
+/// Add a direction's hops as credit links from node `first_id` on, each sending against
+/// the next one's buffer and returning credit to the one before (the host `from` for the
+/// first); returns their ids in order.
+fn add_direction(sim: &mut Sim, hops: Vec<Hop>, (from, to): (NodeId, NodeId)) -> Vec<NodeId> {
+    let first_id = sim.node_count();
+    let ids: Vec<NodeId> = (first_id..first_id + hops.len()).collect();
+    let next_buffers: Vec<Option<u64>> = hops
+        .iter()
+        .skip(1)
+        .map(|h| Some(h.buffer_bytes))
+        .chain([None])
+        .collect();
+    for (k, (hop, next_buffer)) in hops.into_iter().zip(next_buffers).enumerate() {
+        let config = CreditLinkConfig {
+            rate_bps: hop.rate_bps,
+            delay_ns: hop.delay_ns,
+            input_buffer_bytes: hop.buffer_bytes,
+            next_buffer_bytes: next_buffer,
+            block_bytes: IB_CREDIT_BLOCK_BYTES,
+        };
+        let next = ids.get(k + 1).copied().unwrap_or(to);
+        let upstream = if k == 0 { from } else { ids[k - 1] };
+        let mut link = CreditLink::new(config, next, Some(upstream));
+        if let Some(cross) = hop.cross {
+            link = link.with_cross(cross);
+        }
+        assert_eq!(sim.add(Box::new(link)), ids[k]);
+    }
+    ids
 }
 
 fn osu_test(t: &IbTest, benchmark: Benchmark) -> OsuTest {
@@ -481,22 +520,35 @@ fn build(t: &IbTest) -> Built {
     let (client_role, server_role) = t.roles();
     let rate = t.interface_rate_bps();
     let max_frame = t.mtu_bytes + BASE_HEADER_BYTES + RETH_BYTES;
-    let host = |egress: NodeId, role, rank| {
+    let (forward, backward) = (hops(t, true), hops(t, false));
+    // The hosts come first (ids 0 and 1), then each direction's hops.
+    let client_egress = if forward.is_empty() { server_id } else { 2 };
+    let server_egress = if backward.is_empty() {
+        client_id
+    } else {
+        2 + forward.len()
+    };
+    let host = |egress: NodeId, first: Option<&Hop>, role, rank| {
         let host = Host::new(egress, rate, endpoints(t, role, rank));
-        match t.extender {
-            Some(e) => host.with_link_credit(e.buffer_bytes, IB_CREDIT_BLOCK_BYTES, max_frame),
+        match first {
+            Some(hop) => host.with_link_credit(hop.buffer_bytes, IB_CREDIT_BLOCK_BYTES, max_frame),
             None => host,
         }
     };
-    let (client_egress, server_egress) = if t.extender.is_some() {
-        (2, 4)
-    } else {
-        (server_id, client_id)
-    };
-    sim.add(Box::new(host(client_egress, client_role, 0)));
-    sim.add(Box::new(host(server_egress, server_role, 1)));
-    let forward_links = add_direction(&mut sim, t, (client_id, server_id), 2, true);
-    add_direction(&mut sim, t, (server_id, client_id), 4, false);
+    sim.add(Box::new(host(
+        client_egress,
+        forward.first(),
+        client_role,
+        0,
+    )));
+    sim.add(Box::new(host(
+        server_egress,
+        backward.first(),
+        server_role,
+        1,
+    )));
+    let forward_links = add_direction(&mut sim, forward, (client_id, server_id));
+    add_direction(&mut sim, backward, (server_id, client_id));
     Built {
         sim,
         client: client_id,
@@ -609,9 +661,12 @@ pub fn run(t: &IbTest) -> IbReport {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),
     };
+    let switches = t.switch.map_or(0, |s| s.count as usize);
     let extenders = b
         .forward_links
         .iter()
+        .skip(switches)
+        .take(if t.extender.is_some() { 2 } else { 0 })
         .map(|&id| {
             let c = b
                 .sim
