@@ -32,6 +32,11 @@ const DELIVER: u64 = 1;
 /// IBA vol. 1 §7.9.4: flow-control credits count blocks of 64 bytes.
 pub const IB_CREDIT_BLOCK_BYTES: u32 = 64;
 
+/// The line time of `bytes` at `rate_bps`, picoseconds.
+fn bytes_ps(bytes: u64, rate_bps: u64) -> u64 {
+    (u128::from(bytes) * 8 * u128::from(PS_PER_S) / u128::from(rate_bps)) as u64
+}
+
 /// What a packet of `wire_bytes` takes of a buffer counted in `block_bytes` blocks.
 pub fn charge_bytes(wire_bytes: u32, block_bytes: u32) -> u64 {
     u64::from(wire_bytes.div_ceil(block_bytes) * block_bytes)
@@ -69,6 +74,17 @@ pub struct CrossTraffic {
     pub queue_bytes: u64,
 }
 
+/// Packets that share a credit link's line without credit: those of flows numbered
+/// `first_flow` and up (TCP through a range extender's Ethernet side ports). They wait in
+/// a drop-tail queue of `queue_bytes`, are served first come first served with the
+/// credited packets (a credited packet without credit lets them by), and go to `next`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DatagramPort {
+    pub next: NodeId,
+    pub first_flow: u32,
+    pub queue_bytes: u64,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct CrossState {
     config: CrossTraffic,
@@ -94,6 +110,9 @@ pub struct CreditCounters {
     /// Cross traffic's frames put on the line, and dropped for want of queue.
     pub cross_frames_sent: u64,
     pub cross_frames_dropped: u64,
+    /// Packets of the datagram port put on the line, and dropped for want of queue.
+    pub datagrams_sent: u64,
+    pub datagrams_dropped: u64,
 }
 
 pub struct CreditLink {
@@ -115,6 +134,10 @@ pub struct CreditLink {
     /// The one pending pump wake-up that counts (others are stale and ignored).
     pump_at_ns: Option<u64>,
     cross: Option<CrossState>,
+    datagrams: Option<DatagramPort>,
+    /// The datagram port's queue: (arrival, packet), and its bytes.
+    datagram_queue: VecDeque<(u64, Packet)>,
+    datagram_bytes: u64,
     counters: CreditCounters,
 }
 
@@ -143,8 +166,31 @@ impl CreditLink {
             stalled: false,
             pump_at_ns: None,
             cross: None,
+            datagrams: None,
+            datagram_queue: VecDeque::new(),
+            datagram_bytes: 0,
             counters: CreditCounters::default(),
         }
+    }
+
+    /// Take packets of `port`'s flows beside the credited ones.
+    #[must_use]
+    pub fn with_datagrams(mut self, port: DatagramPort) -> Self {
+        self.datagrams = Some(port);
+        self
+    }
+
+    /// How long a packet arriving at `at_ns` waits for the line, first come first
+    /// served: what is on it, and everything queued before it. Datagrams (and cross
+    /// traffic) are dropped when this is more than their queue's worth of line time, as
+    /// a drop-tail queue of that many bytes before the line would drop them.
+    fn line_time_ahead_ps(&self, at_ns: u64) -> u64 {
+        let queued = self.buffer_bytes + self.datagram_bytes;
+        self.line_free_ps.saturating_sub(at_ns * PS_PER_NS) + bytes_ps(queued, self.config.rate_bps)
+    }
+
+    fn is_datagram(&self, pkt: &Packet) -> bool {
+        self.datagrams.is_some_and(|d| pkt.flow >= d.first_flow)
     }
 
     /// Share the line with `cross` traffic.
@@ -166,8 +212,8 @@ impl CreditLink {
     fn serve_cross(&mut self, until_ps: u64) {
         let Some(cross) = &mut self.cross else { return };
         let rate = self.config.rate_bps;
-        let ser_ps = u64::from(cross.config.frame_bytes) * 8 * PS_PER_S / rate;
-        let queue_ps = cross.config.queue_bytes * 8 * PS_PER_S / rate;
+        let ser_ps = bytes_ps(u64::from(cross.config.frame_bytes), rate);
+        let queue_ps = bytes_ps(cross.config.queue_bytes, rate);
         while cross.next_ps <= until_ps {
             let arrival = cross.next_ps;
             cross.next_ps += cross.interval_ps;
@@ -224,16 +270,30 @@ impl CreditLink {
             }
             self.on_line.pop_front();
             self.counters.data_bytes_delivered += data_bytes(&pkt);
-            ctx.send(self.next, pkt, ctx.now_ns);
+            let next = match self.datagrams {
+                Some(port) if pkt.flow >= port.first_flow => port.next,
+                _ => self.next,
+            };
+            ctx.send(next, pkt, ctx.now_ns);
         }
     }
 
-    /// Put on the line every packet that has arrived, has credit and finds the line free;
-    /// then wake when the next one may go (line free, packet arrived or credit back).
+    /// Put on the line, first come first served, every packet that has arrived, finds
+    /// the line free and (if credited) has credit; then wake when the next one may go
+    /// (line free, packet arrived or credit back).
     fn pump(&mut self, ctx: &mut Ctx<'_>) {
         let now_ns = ctx.now_ns;
         self.take_returned_credit(now_ns);
-        while let Some(&(arrived_ns, pkt)) = self.buffer.front() {
+        loop {
+            let credited = self.buffer.front().copied();
+            let datagram = self.datagram_queue.front().copied();
+            let has_credit = credited.is_some_and(|(_, p)| self.charge(&p) <= self.credit_bytes);
+            let (arrived_ns, pkt, is_datagram) = match (credited, datagram) {
+                (None, None) => return,
+                (Some((at, p)), Some((dat, _))) if at <= dat && has_credit => (at, p, false),
+                (Some((at, p)), None) => (at, p, false),
+                (_, Some((dat, d))) => (dat, d, true),
+            };
             self.serve_cross(arrived_ns * PS_PER_NS);
             let start_ps = (now_ns * PS_PER_NS)
                 .max(self.line_free_ps)
@@ -242,8 +302,7 @@ impl CreditLink {
                 self.wake_pump(start_ps.div_ceil(PS_PER_NS), ctx);
                 return;
             }
-            let charge = self.charge(&pkt);
-            if charge > self.credit_bytes {
+            if !is_datagram && !has_credit {
                 // The datagrams behind a stalled packet do not wait for its credit.
                 self.serve_cross(now_ns * PS_PER_NS);
                 if !self.stalled {
@@ -255,11 +314,22 @@ impl CreditLink {
                 }
                 return;
             }
-            self.stalled = false;
-            self.buffer.pop_front();
-            self.buffer_bytes -= charge;
-            if self.config.next_buffer_bytes.is_some() {
-                self.credit_bytes -= charge;
+            if is_datagram {
+                self.datagram_queue.pop_front();
+                self.datagram_bytes -= u64::from(pkt.wire_bytes);
+                self.counters.datagrams_sent += 1;
+            } else {
+                self.stalled = false;
+                self.buffer.pop_front();
+                let charge = self.charge(&pkt);
+                self.buffer_bytes -= charge;
+                if self.config.next_buffer_bytes.is_some() {
+                    self.credit_bytes -= charge;
+                }
+                self.counters.packets_out += 1;
+                if let Some(up) = self.upstream {
+                    ctx.send(up, credit_packet(charge), now_ns);
+                }
             }
             let ser_ps = u64::from(pkt.wire_bytes) * 8 * PS_PER_S / self.config.rate_bps;
             self.line_free_ps = start_ps + ser_ps;
@@ -268,10 +338,6 @@ impl CreditLink {
                 ctx.schedule(arrive_ns, DELIVER);
             }
             self.on_line.push_back((arrive_ns, pkt));
-            self.counters.packets_out += 1;
-            if let Some(up) = self.upstream {
-                ctx.send(up, credit_packet(charge), now_ns);
-            }
         }
     }
 }
@@ -284,6 +350,20 @@ impl Node for CreditLink {
             self.returning.push_back((at_ns, u64::from(pkt.len)));
             if self.stalled {
                 self.wake_pump(at_ns, ctx);
+            }
+            return;
+        }
+        if self.is_datagram(&pkt) {
+            let port = self.datagrams.expect("a datagram port");
+            if self.line_time_ahead_ps(arrive_ns) > bytes_ps(port.queue_bytes, self.config.rate_bps)
+            {
+                self.counters.datagrams_dropped += 1;
+                return;
+            }
+            self.datagram_bytes += u64::from(pkt.wire_bytes);
+            self.datagram_queue.push_back((arrive_ns, pkt));
+            if self.datagram_queue.len() == 1 {
+                self.pump(ctx);
             }
             return;
         }

@@ -116,6 +116,9 @@ struct IbArgs {
     /// The HCA's time to take up one work request, ns (bounds small messages' rate).
     #[arg(long, default_value_t = 0)]
     wqe_ns: u64,
+    /// TCP streams through the extenders' 1GigE side ports beside the IB traffic.
+    #[arg(long, default_value_t = 0)]
+    side_tcp_streams: u32,
     /// InfiniBand switches on each side (between host and extender, or between hosts).
     #[arg(long, default_value_t = 0)]
     switches: u32,
@@ -149,6 +152,7 @@ impl IbArgs {
         t.window = self.window;
         t.cross_traffic_gbps = self.cross_gbps;
         t.side_ports_gbps = self.side_ports_gbps;
+        t.side_tcp_streams = self.side_tcp_streams;
         t.eager_limit_bytes = self.eager_limit;
         t.max_reads = self.outs;
         t.mtu_bytes = self.mtu;

@@ -337,3 +337,34 @@ fn a_switch_forwards_against_the_next_ports_credit() {
     });
     assert!(t.check().unwrap_err().contains("buffer"));
 }
+
+#[test]
+fn tcp_through_the_side_ports_shares_what_the_extenders_leave() {
+    let mut t = IbTest::new(Tool::RdmaBw, MB8, 26.7);
+    t.iters = 300;
+    let alone = run(&t);
+    t.side_tcp_streams = 1;
+    let beside = run(&t);
+    let tcp = beside.side_tcp.as_ref().expect("a side-port report");
+    // One CUBIC stream fills its 1GigE port less its slow start; IB keeps its rate.
+    assert_close(
+        "IB beside side-port TCP",
+        average(&beside),
+        average(&alone),
+        0.001,
+    );
+    assert!(
+        tcp.goodput_gbps > 0.8 && tcp.goodput_gbps < 0.95,
+        "{}",
+        tcp.goodput_gbps
+    );
+    assert_eq!((tcp.retransmits, tcp.dropped), (0, 0));
+    // Beside 2 Gb/s of UDP the Ethernet side asks more than the 1.47 Gb/s left:
+    // the unresponsive UDP keeps its share, TCP loses packets and backs off.
+    t.cross_traffic_gbps = 2.0;
+    let squeezed = run(&t);
+    let tcp = squeezed.side_tcp.as_ref().unwrap();
+    assert!(tcp.dropped > 0 && tcp.retransmits > 0);
+    assert!(tcp.goodput_gbps < 0.2, "{}", tcp.goodput_gbps);
+    assert_close("IB beside both", average(&squeezed), average(&alone), 0.001);
+}

@@ -138,6 +138,8 @@ def ib_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
             "connection_setup": values["connection_setup"],
             "hca": values["hca"],
             "side_ports_gbps": values["side_ports_gbps"],
+            "side_tcp_streams": values["side_tcp_streams"],
+            "side_tcp_gbps": (report.get("side_tcp") or {}).get("goodput_gbps"),
             "cross_frames_dropped": report["extenders"][0]["cross_frames_dropped"]
             if report["extenders"]
             else 0,

@@ -45,6 +45,8 @@ class IbRun:
     """UDP onto the WAN line beside the extenders' frames (USN: 1-4 Gb/s)."""
     side_ports_gbps: float = 0.0
     """Through the extenders' two 1GigE side ports onto the same line (at most 2)."""
+    side_tcp_streams: int = 0
+    """CUBIC streams between hosts on the extenders' side ports, beside the IB traffic."""
 
     def args(self) -> list[str]:
         args = [
@@ -72,6 +74,8 @@ class IbRun:
             args += ["--cross-gbps", f"{self.cross_traffic_gbps:g}"]
         if self.side_ports_gbps:
             args += ["--side-ports-gbps", f"{self.side_ports_gbps:g}"]
+        if self.side_tcp_streams:
+            args += ["--side-tcp-streams", str(self.side_tcp_streams)]
         if self.bidirectional:
             args.append("-b")
         return args
@@ -110,6 +114,7 @@ class IbTool:
         Param("connection_setup", str, "cm", grid=False, choices=("cm", "socket")),
         Param("hca", str, "sdr", grid=False, choices=("sdr", "ddr")),
         Param("side_ports_gbps", float, 0.0, grid=False, low=0, high=2),
+        Param("side_tcp_streams", int, 0, grid=False, low=0, high=64),
     )
     cc: tuple[str, ...] = ()
     cc_source = ""
@@ -144,6 +149,7 @@ def ib_run(planned: Run) -> IbRun:
         hca=values["hca"],
         cross_traffic_gbps=float(planned.params["cross_traffic_gbps"]),
         side_ports_gbps=float(values["side_ports_gbps"]),
+        side_tcp_streams=int(values["side_tcp_streams"]),
     )
 
 

@@ -25,11 +25,19 @@ use super::mpi::{Benchmark, EAGER_LIMIT_BYTES, MpiRank, MpiRecord, OSU_WINDOW, O
 use super::perftest::{self, AppRecord, Driver, IbEndpoint, Role};
 use super::qp::{QpConfig, QpCounters, Service, Verb, ack_timeout_ns};
 use super::wire::{BASE_HEADER_BYTES, LinkSpeed, RETH_BYTES};
-use crate::credit::{CreditLink, CreditLinkConfig, CrossTraffic, IB_CREDIT_BLOCK_BYTES};
+use crate::cc::{CcKind, Kernel};
+use crate::credit::{
+    CreditLink, CreditLinkConfig, CrossTraffic, DatagramPort, IB_CREDIT_BLOCK_BYTES,
+};
 use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
+use crate::presets::kernel_defaults;
 use crate::run::Perf;
+use crate::run::{TcpFlow, tcp_receiver, tcp_sender};
+use crate::scenario::HostConfig;
+use crate::transport::{FlowReport, Transport};
+use longhaul_link::layer::ETHERNET_PHY_OVERHEAD_BYTES;
 
 const NS_PER_MS: f64 = 1e6;
 /// perftest reports MB/sec as bytes / 2^20 (`print_report` divides by 0x100000).
@@ -149,6 +157,9 @@ pub struct IbTest {
     /// Ordinary traffic through the extender's two 1GigE side ports onto the same WAN
     /// line, Gb/s (at most 2).
     pub side_ports_gbps: f64,
+    /// TCP streams (CUBIC, stock Linux 6.x hosts on 1GigE) from a host on the near
+    /// extender's side port to one on the far extender's, beside the IB traffic.
+    pub side_tcp_streams: u32,
 }
 
 impl IbTest {
@@ -182,6 +193,7 @@ impl IbTest {
             time_limit_s: 3_600.0,
             cross_traffic_gbps: 0.0,
             side_ports_gbps: 0.0,
+            side_tcp_streams: 0,
         }
     }
 
@@ -214,6 +226,9 @@ impl IbTest {
                  delay modelled): a round trip of {} ms needs --wan (oc192, wanphy, lanphy)",
                 self.rtt_ms
             ));
+        }
+        if self.side_tcp_streams > 0 && self.extender.is_none() {
+            return Err("side-port TCP crosses the extenders' WAN line: give a --wan layer".into());
         }
         let datagrams = self.cross_traffic_gbps + self.side_ports_gbps;
         if datagrams > 0.0 && self.extender.is_none() {
@@ -372,6 +387,36 @@ fn mpi_report(t: &IbTest, clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> O
     })
 }
 
+/// TCP through the side ports over the whole run (from time 0, slow start included).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SideTcpReport {
+    pub streams: u32,
+    pub goodput_gbps: f64,
+    pub retransmits: u64,
+    /// Its packets the side port's queue dropped.
+    pub dropped: u64,
+}
+
+fn side_tcp_report(b: &Built, t: &IbTest, simulated_s: f64) -> Option<SideTcpReport> {
+    let (near, far) = b.side_hosts?;
+    let sum = |id: NodeId, pick: fn(&FlowReport) -> u64| -> u64 {
+        let host = b.sim.get::<Host>(id).expect("a side host");
+        host.endpoints().iter().map(|e| pick(&e.report())).sum()
+    };
+    let received = sum(far, |r| r.received_bytes);
+    let switches = t.switch.map_or(0, |s| s.count as usize);
+    let wan = b
+        .sim
+        .get::<CreditLink>(b.forward_links[switches])
+        .expect("the WAN port");
+    Some(SideTcpReport {
+        streams: t.side_tcp_streams,
+        goodput_gbps: received as f64 * 8.0 / simulated_s.max(1e-9) / 1e9,
+        retransmits: sum(near, |r| r.retransmits),
+        dropped: wan.counters().datagrams_dropped,
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtenderReport {
     pub max_buffer_bytes: u64,
@@ -398,6 +443,8 @@ pub struct IbReport {
     pub mpi: Option<MpiReport>,
     /// Forward direction (client to server): extender A's WAN port, then B's IB port.
     pub extenders: Vec<ExtenderReport>,
+    /// TCP through the extenders' side ports, when there was any.
+    pub side_tcp: Option<SideTcpReport>,
     pub finished: bool,
     pub simulated_s: f64,
     /// Scheduled events the run took off the queue.
@@ -410,6 +457,8 @@ struct Built {
     client: NodeId,
     server: NodeId,
     forward_links: Vec<NodeId>,
+    /// The side-port TCP hosts (sending, receiving), when there are streams.
+    side_hosts: Option<(NodeId, NodeId)>,
 }
 
 /// One credit-controlled hop of a direction: a port's input buffer and the line leaving
@@ -419,18 +468,20 @@ struct Hop {
     delay_ns: u64,
     buffer_bytes: u64,
     cross: Option<CrossTraffic>,
+    datagrams: Option<DatagramPort>,
 }
 
 /// The hops from one host to the other: the near switches' ports, the near extender's
 /// WAN port and the far extender's IB port, the far switches' ports. The last one's
 /// line ends in the host, which takes every packet at once.
-fn hops(t: &IbTest, forward: bool) -> Vec<Hop> {
+fn hops(t: &IbTest, forward: bool, side_host: Option<NodeId>) -> Vec<Hop> {
     let link = t.link_speed().data_rate_bps();
     let switch = |_| Hop {
         rate_bps: link,
         delay_ns: t.switch.map_or(0, |s| s.latency_ns),
         buffer_bytes: t.switch.map_or(0, |s| s.buffer_bytes),
         cross: None,
+        datagrams: None,
     };
     let switches = t.switch.map_or(0, |s| s.count);
     let mut found: Vec<Hop> = (0..switches).map(switch).collect();
@@ -442,12 +493,18 @@ fn hops(t: &IbTest, forward: bool) -> Vec<Hop> {
             buffer_bytes: extender.buffer_bytes,
             cross: (datagram_gbps > 0.0 && forward)
                 .then(|| cross_traffic(extender.wan, datagram_gbps)),
+            datagrams: side_host.map(|next| DatagramPort {
+                next,
+                first_flow: SIDE_TCP_FIRST_FLOW,
+                queue_bytes: SIDE_PORT_QUEUE_BYTES,
+            }),
         });
         found.push(Hop {
             rate_bps: link,
             delay_ns: 0,
             buffer_bytes: extender.buffer_bytes,
             cross: None,
+            datagrams: None,
         });
         found.extend((0..switches).map(switch));
     }
@@ -479,6 +536,9 @@ fn add_direction(sim: &mut Sim, hops: Vec<Hop>, (from, to): (NodeId, NodeId)) ->
         let mut link = CreditLink::new(config, next, Some(upstream));
         if let Some(cross) = hop.cross {
             link = link.with_cross(cross);
+        }
+        if let Some(port) = hop.datagrams {
+            link = link.with_datagrams(port);
         }
         assert_eq!(sim.add(Box::new(link)), ids[k]);
     }
@@ -520,8 +580,13 @@ fn build(t: &IbTest) -> Built {
     let (client_role, server_role) = t.roles();
     let rate = t.interface_rate_bps();
     let max_frame = t.mtu_bytes + BASE_HEADER_BYTES + RETH_BYTES;
-    let (forward, backward) = (hops(t, true), hops(t, false));
-    // The hosts come first (ids 0 and 1), then each direction's hops.
+    // The hosts come first (ids 0 and 1), then each direction's hops, then the hosts on
+    // the extenders' side ports.
+    let hop_count = hops(t, true, None).len();
+    let (near_side, far_side) = (2 + 2 * hop_count, 3 + 2 * hop_count);
+    let side = t.side_tcp_streams > 0;
+    let forward = hops(t, true, side.then_some(far_side));
+    let backward = hops(t, false, side.then_some(near_side));
     let client_egress = if forward.is_empty() { server_id } else { 2 };
     let server_egress = if backward.is_empty() {
         client_id
@@ -547,14 +612,62 @@ fn build(t: &IbTest) -> Built {
         server_role,
         1,
     )));
+    let switches = t.switch.map_or(0, |s| s.count as usize);
     let forward_links = add_direction(&mut sim, forward, (client_id, server_id));
-    add_direction(&mut sim, backward, (server_id, client_id));
+    let backward_links = add_direction(&mut sim, backward, (server_id, client_id));
+    if side {
+        let (senders, receivers) =
+            side_tcp_hosts(t, forward_links[switches], backward_links[switches]);
+        assert_eq!(sim.add(Box::new(senders)), near_side);
+        assert_eq!(sim.add(Box::new(receivers)), far_side);
+    }
     Built {
         sim,
         client: client_id,
         server: server_id,
         forward_links,
+        side_hosts: side.then_some((near_side, far_side)),
     }
+}
+
+/// Flow ids of side-port TCP streams start here, far above any QP's.
+const SIDE_TCP_FIRST_FLOW: u32 = 1 << 20;
+/// The side port's queue into the WAN line: an assumption (the extender's Ethernet
+/// buffer is not published), as for cross traffic.
+const SIDE_PORT_QUEUE_BYTES: u64 = 1 << 20;
+
+/// A 1GigE side port's host: stock Linux 6.x (CUBIC), MTU 1500.
+fn side_host_config() -> HostConfig {
+    HostConfig {
+        nic_rate_bps: 1e9,
+        bus_rate_bps: None,
+        mtu_bytes: 1500,
+        ..kernel_defaults(Kernel::Linux6)
+    }
+}
+
+/// The hosts on the near and far extenders' side ports, sending into `near_wan` and
+/// acknowledging into `far_wan` (each extender's WAN port).
+fn side_tcp_hosts(t: &IbTest, near_wan: NodeId, far_wan: NodeId) -> (Host, Host) {
+    let host = side_host_config();
+    let flows: Vec<TcpFlow> = (0..t.side_tcp_streams)
+        .map(|k| TcpFlow {
+            id: SIDE_TCP_FIRST_FLOW + k,
+            cc: CcKind::Cubic,
+            frame_overhead_bytes: ETHERNET_PHY_OVERHEAD_BYTES,
+            transfer_bytes: None,
+            start_ms: 0.0,
+            rtt_ms: t.rtt_ms,
+        })
+        .collect();
+    let ends = |back| -> Vec<(u32, bool)> { flows.iter().map(|f| (f.id, back)).collect() };
+    let rate = host.egress_rate_bps() as u64;
+    let senders = flows.iter().map(|f| tcp_sender(f, &host)).collect();
+    let receivers = flows.iter().map(|f| tcp_receiver(f, &host)).collect();
+    (
+        Host::new(near_wan, rate, senders).with_flow_ids(&ends(false)),
+        Host::new(far_wan, rate, receivers).with_flow_ids(&ends(true)),
+    )
 }
 
 fn records(sim: &Sim, host: NodeId) -> Vec<&IbEndpoint> {
@@ -696,6 +809,7 @@ pub fn run(t: &IbTest) -> IbReport {
         bw_average_mb_s: total,
         goodput_gbps: total.map(|mb| mb * PERFTEST_MB * 8.0 / 1e9),
         extenders,
+        side_tcp: side_tcp_report(&b, t, simulated_s),
         finished,
         simulated_s,
         events: b.sim.events_processed(),
