@@ -107,6 +107,9 @@ struct IbArgs {
     /// HCA link speed: sdr or ddr.
     #[arg(long, default_value = "sdr")]
     hca: String,
+    /// The HCA's host bus: pcie-x8 or pci-x.
+    #[arg(long, default_value = "pcie-x8")]
+    bus: String,
     /// UDP cross traffic onto the forward WAN line, Gb/s.
     #[arg(long, default_value_t = 0.0)]
     cross_gbps: f64,
@@ -159,6 +162,7 @@ impl IbArgs {
         t.connection = Connection::parse(&self.connection)?;
         t.hca = Hca::infinihost_pcie_x8(LinkSpeed::parse(&self.hca)?);
         t.hca.wqe_ns = self.wqe_ns;
+        t.hca.bus_payload_bps = Hca::bus_payload_bps(&self.bus)?;
         if self.switches > 0 {
             t.switch = Some(IbSwitch {
                 count: self.switches,

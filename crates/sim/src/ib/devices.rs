@@ -70,7 +70,21 @@ pub struct Hca {
 /// PCIe 1.x x8 with 128-byte TLPs (see [`Hca::bus_payload_bps`]).
 pub const PCIE_1_X8_PAYLOAD_BPS: u64 = 16_000_000_000 * 128 / 152;
 
+/// PCI-X 133 (64 bits x 133.33 MHz, PCI-X Addendum 1.0), the bus of the first
+/// InfiniHost generation: its raw rate, since a burst carries no per-packet header (its
+/// address and attribute phases are not modelled), as for the TCP hosts' presets.
+pub const PCI_X_133_PAYLOAD_BPS: u64 = crate::presets::PCI_X_133_BPS as u64;
+
 impl Hca {
+    /// The host bus by name: `pcie-x8` or `pci-x`.
+    pub fn bus_payload_bps(name: &str) -> Result<u64, String> {
+        match name {
+            "pcie-x8" | "pcie" => Ok(PCIE_1_X8_PAYLOAD_BPS),
+            "pci-x" | "pcix" => Ok(PCI_X_133_PAYLOAD_BPS),
+            _ => Err(format!("bus {name:?} is not pcie-x8 or pci-x")),
+        }
+    }
+
     /// A Mellanox InfiniHost III class HCA on PCIe x8, at `speed`.
     pub fn infinihost_pcie_x8(speed: LinkSpeed) -> Self {
         Self {
