@@ -105,6 +105,14 @@ fn a_ddr_hca_back_to_back_is_held_by_its_pcie_bus() {
         PCIE_1_X8_PAYLOAD_BPS as f64 / 8.0,
         0.01,
     );
+    t.hca.bus_payload_bps = Hca::bus_payload_bps("pci-x").unwrap();
+    assert_close(
+        "DDR on PCI-X",
+        average(&run(&t)),
+        64.0 * 133.33e6 / 8.0,
+        0.01,
+    );
+    t.hca = Hca::infinihost_pcie_x8(LinkSpeed::Ddr4x);
     // Behind a Longbow the same HCA trains to SDR.
     t.extender = Some(Extender::longbow_xr(Layer::Wanphy));
     assert_close(
