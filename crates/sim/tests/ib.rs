@@ -238,15 +238,19 @@ fn mpi_bandwidth_fills_the_line_with_large_messages_and_bibw_doubles_it() {
 }
 
 #[test]
-fn mpi_over_uc_completes_a_send_only_when_the_receiver_acknowledges_it() {
-    let r = osu(Tool::OsuBw, 1024, 20.0, Service::Uc);
+fn mpi_over_uc_completes_on_the_receivers_ack_and_skips_the_handshake() {
+    let r = osu(Tool::OsuBw, 64 << 10, 163.488, Service::Uc);
     let m = r.mpi.as_ref().unwrap();
     // Every data message and every 4-byte reply was acknowledged by its receiver.
     assert_eq!(m.rank0.sends_completed, m.rank1.receives_completed);
     assert_eq!(m.rank1.sends_completed, m.rank0.receives_completed);
-    // So a window costs a round trip, as over RC.
-    let rc = osu(Tool::OsuBw, 1024, 20.0, Service::Rc);
-    assert_close("UC against RC", mpi_value(&r), mpi_value(&rc), 0.01);
+    assert_eq!(m.rank0.rendezvous, 0);
+    // A window costs one round trip (data, then ACKs) where RC's rendezvous costs two
+    // (RTS/CTS, then data and FIN): at 8,600 miles with 64 KB messages, nearly twice.
+    let rc = osu(Tool::OsuBw, 64 << 10, 163.488, Service::Rc);
+    let transfer_s = 64.0 * f64::from(64 << 10) / SDR_PAYLOAD_BYTES_PER_S;
+    let want = (2.0 * 0.163_488 + transfer_s) / (0.163_488 + transfer_s);
+    assert_close("UC over RC", mpi_value(&r) / mpi_value(&rc), want, 0.02);
 }
 
 #[test]

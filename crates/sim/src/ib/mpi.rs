@@ -2,12 +2,18 @@
 //!
 //! The protocols (sans-IO: the rank reacts to the QP's completions and arrivals and
 //! posts work requests):
-//! - **eager**, messages up to `eager_limit_bytes`: one send carrying a match header
-//!   and the data; the receive is always posted (the OSU tests post theirs first).
-//! - **rendezvous** above it (RC and UC): a request to send (RTS), the receiver's
-//!   clear to send (CTS), the data by RDMA write into the receive buffer, then a FIN
-//!   (the RPUT protocol of Liu, Wu and Panda, "High performance RDMA-based MPI
-//!   implementation over InfiniBand", ICS 2003).
+//! - **eager** over RC, messages up to `eager_limit_bytes`: one send carrying a match
+//!   header and the data; the receive is always posted (the OSU tests post theirs first).
+//! - **rendezvous** over RC above it: a request to send (RTS), the receiver's clear to
+//!   send (CTS), the data by RDMA write into the receive buffer, then a FIN (the RPUT
+//!   protocol of Liu, Wu and Panda, "High performance RDMA-based MPI implementation over
+//!   InfiniBand", ICS 2003).
+//! - over **UC**, every message goes at once, whatever its size, and the receiver
+//!   acknowledges it: the UC-based MPI of Yu, Rao and Vetter ("Experimental analysis of
+//!   InfiniBand transport services on WAN", IEEE NAS 2008) acknowledges a message before
+//!   marking it complete; with no handshake before the data a window costs one round
+//!   trip instead of rendezvous's two, which is how the paper's "MPI over UC improves
+//!   bandwidth by as much as 100 % at 8,600 miles" comes about (64 KB messages: 1.97x).
 //! - over **UD**, which has neither connections nor RDMA: every message is cut into
 //!   MTU-sized datagrams, each with the match header, reassembled by the receiver, which
 //!   acknowledges the whole message (software reliability; the fabric here is lossless,
@@ -219,6 +225,11 @@ impl MpiRank {
                         break;
                     }
                 }
+            }
+            Service::Uc => {
+                // No rendezvous: the data goes now, the receiver's ACK completes it.
+                let tag = imm(Kind::Eager, message, bytes);
+                self.post(qp, Verb::Send, bytes + MATCH_HEADER_BYTES, tag);
             }
             _ if bytes <= self.test.eager_limit_bytes => {
                 let tag = imm(Kind::Eager, message, bytes);

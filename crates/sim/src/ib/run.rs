@@ -370,6 +370,7 @@ fn mpi_report(t: &IbTest, clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> O
     let (zero, one) = (mpi_rank(clients)?, mpi_rank(servers)?);
     let protocol = match t.service {
         Service::Ud => "datagrams",
+        Service::Uc => "direct, acknowledged",
         _ if t.bytes <= t.eager_limit_bytes => "eager",
         _ => "rendezvous",
     };
