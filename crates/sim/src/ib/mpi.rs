@@ -231,14 +231,12 @@ impl MpiRank {
                 let tag = imm(Kind::Eager, message, bytes);
                 self.post(qp, Verb::Send, bytes + MATCH_HEADER_BYTES, tag);
             }
-            _ if bytes <= self.test.eager_limit_bytes => {
+            Service::Rc if bytes <= self.test.eager_limit_bytes => {
                 let tag = imm(Kind::Eager, message, bytes);
                 let wr = self.post(qp, Verb::Send, bytes + MATCH_HEADER_BYTES, tag);
-                if self.service == Service::Rc {
-                    self.completes_message.insert(wr, message);
-                }
+                self.completes_message.insert(wr, message);
             }
-            _ => {
+            Service::Rc => {
                 self.record.rendezvous += 1;
                 self.waiting_cts.insert(message, bytes);
                 let tag = imm(Kind::Rts, message, bytes);

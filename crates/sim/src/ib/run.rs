@@ -371,8 +371,8 @@ fn mpi_report(t: &IbTest, clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> O
     let protocol = match t.service {
         Service::Ud => "datagrams",
         Service::Uc => "direct, acknowledged",
-        _ if t.bytes <= t.eager_limit_bytes => "eager",
-        _ => "rendezvous",
+        Service::Rc if t.bytes <= t.eager_limit_bytes => "eager",
+        Service::Rc => "rendezvous",
     };
     Some(MpiReport {
         benchmark,
