@@ -187,8 +187,8 @@ pub struct Qp {
     /// Every PSN below this is acknowledged (RC) or needs no acknowledgement.
     acked_psn: u64,
     /// The next read-response PSN expected, and reads sent and not yet answered.
+    /// The next response PSN of the oldest read asked for and not yet answered whole.
     read_psn: u64,
-    reads_outstanding: u32,
     timer_ns: Option<u64>,
     /// The next work request may start at this time (`wqe_ns` after the last one did);
     /// `waiting_wqe` while a request waits for it.
@@ -222,7 +222,6 @@ impl Qp {
             sent_high_psn: 0,
             acked_psn: 0,
             read_psn: 0,
-            reads_outstanding: 0,
             timer_ns: None,
             wqe_ready_ns: 0,
             waiting_wqe: false,
@@ -318,24 +317,24 @@ impl Qp {
         self.acked_psn = self.next_post_psn;
     }
 
-    /// Resend from `psn` on: every request at or after it is sent again.
-    fn go_back(&mut self, psn: u64) {
-        self.next_psn = psn;
-        // Reads not yet fully answered are asked again from their request.
-        self.reads_outstanding = 0;
-        self.read_psn = psn;
-        if let Some(read) = self
-            .queue
+    /// Reads asked for and not yet answered whole, oldest first.
+    fn reads_in_flight(&self) -> impl Iterator<Item = &Posted> {
+        let asked_below = self.next_psn;
+        self.queue
             .iter()
-            .find(|p| p.wr.verb == Verb::Read && !p.done && p.end_psn() > psn)
-        {
-            self.next_psn = self.next_psn.min(read.first_psn);
-            self.read_psn = read.first_psn;
-        }
+            .filter(move |p| p.wr.verb == Verb::Read && !p.done && p.first_psn < asked_below)
+    }
+
+    /// Resend from `psn` on: every request at or after it is sent again, and a read not
+    /// yet answered whole is asked again from its request.
+    fn go_back(&mut self, psn: u64) {
+        let unanswered = self.reads_in_flight().next().map(|r| r.first_psn);
+        self.next_psn = unanswered.map_or(psn, |first| first.min(psn));
+        self.read_psn = self.next_psn;
     }
 
     fn restart_timer(&mut self, now_ns: u64) {
-        let waiting = self.acked_psn < self.next_psn || self.reads_outstanding > 0;
+        let waiting = self.acked_psn < self.next_psn || self.reads_in_flight().next().is_some();
         self.timer_ns = (self.reliable() && waiting && !self.counters.error)
             .then(|| now_ns.saturating_add(self.config.ack_timeout_ns));
     }
@@ -360,9 +359,12 @@ impl Qp {
         }
     }
 
-    /// The packet the responder owes first: an ACK or NAK, else a read response.
+    /// The packet the responder owes first. Responses go in PSN order (§9.7.5.1): a read's
+    /// responses before the ACK or NAK that names a PSN after it.
     fn poll_responder(&mut self) -> Option<IbPacket> {
-        if let Some(op) = self.owed.take() {
+        if self.answers.is_empty()
+            && let Some(op) = self.owed.take()
+        {
             self.unacked_received = 0;
             self.counters.acks_sent += 1;
             return Some(IbPacket {
@@ -414,13 +416,12 @@ impl Qp {
             self.wqe_ready_ns = now_ns + self.config.wqe_ns;
         }
         let pkt = if posted.wr.verb == Verb::Read {
-            if self.reads_outstanding >= self.config.max_reads {
+            if self.reads_in_flight().count() >= self.config.max_reads as usize {
                 return None;
             }
-            if self.reads_outstanding == 0 {
+            if self.reads_in_flight().next().is_none() {
                 self.read_psn = posted.first_psn;
             }
-            self.reads_outstanding += 1;
             self.next_psn = posted.end_psn();
             IbPacket {
                 op: Opcode::ReadRequest,
@@ -489,43 +490,54 @@ impl Qp {
         }
     }
 
-    /// Progress restarts the transport timer; a repeated ACK does not.
+    /// Progress restarts the transport timer; a repeated ACK does not. An ACK beyond a
+    /// read still unanswered says its responses were lost (responses travel in PSN
+    /// order before it): the read is asked again (IBA §9.7.5.1.2, implicit NAK).
     fn on_ack(&mut self, now_ns: u64, next_expected: u64) {
         if next_expected > self.acked_psn {
             self.acked_psn = next_expected.min(self.next_post_psn);
             // After a go-back, what the ACK covers is not sent a second time.
             self.next_psn = self.next_psn.max(self.acked_psn);
+            let lost_read = self
+                .reads_in_flight()
+                .next()
+                .filter(|r| r.end_psn() <= self.acked_psn)
+                .map(|r| r.first_psn);
+            if let Some(first) = lost_read {
+                self.go_back(first);
+            }
             self.retries = 0;
             self.complete_front(now_ns);
             self.restart_timer(now_ns);
         }
     }
 
+    /// Responses of the oldest read in flight, in PSN order; anything else is a
+    /// duplicate or follows a loss, which the timer or an implicit NAK recovers.
     fn on_read_response(&mut self, now_ns: u64, pkt: IbPacket) {
-        if pkt.psn != self.read_psn {
-            return; // lost or duplicate: the transport timer asks again
+        let Some(read) = self.reads_in_flight().next().copied() else {
+            return;
+        };
+        self.read_psn = self.read_psn.max(read.first_psn);
+        if pkt.psn != self.read_psn || pkt.psn >= read.end_psn() {
+            return;
         }
         self.read_psn += 1;
         self.counters.payload_bytes_received += u64::from(pkt.payload);
         // A response acknowledges every PSN before it (§9.7.5.1.2, implicit ACK).
         self.acked_psn = self.acked_psn.max(pkt.psn + 1);
         self.retries = 0;
-        if pkt.op.ends_message() {
-            self.reads_outstanding = self.reads_outstanding.saturating_sub(1);
-            if let Some(read) = self
+        if self.read_psn == read.end_psn() {
+            if let Some(done) = self
                 .queue
                 .iter_mut()
-                .find(|p| p.wr.verb == Verb::Read && p.end_psn() == pkt.psn + 1)
+                .find(|p| p.first_psn == read.first_psn)
             {
-                read.done = true;
+                done.done = true;
             }
-            // The next read already asked for is answered next.
-            if let Some(next) = self
-                .queue
-                .iter()
-                .find(|p| p.wr.verb == Verb::Read && !p.done && p.first_psn < self.next_psn)
-            {
-                self.read_psn = next.first_psn;
+            let next = self.reads_in_flight().next().map(|r| r.first_psn);
+            if let Some(first) = next {
+                self.read_psn = first;
             }
         }
         self.complete_front(now_ns);
