@@ -719,6 +719,27 @@ fn side_report(endpoints: &[&IbEndpoint], bytes: u64, bandwidth: bool) -> SideRe
     }
 }
 
+/// When the last completion, arrival or MPI round of either side happened.
+fn last_event_ns(clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> Option<u64> {
+    clients
+        .iter()
+        .chain(servers)
+        .filter_map(|e| {
+            let r = e.record();
+            let app = [r.completed.last(), r.samples_ns.last()]
+                .into_iter()
+                .flatten()
+                .max()
+                .copied();
+            let mpi = match e.driver() {
+                Driver::Mpi(rank) => rank.record().end_ns,
+                Driver::Perftest(_) => None,
+            };
+            app.max(mpi)
+        })
+        .max()
+}
+
 /// perftest's latency figures from the client's record.
 fn latency(t: &IbTest, record: &AppRecord) -> Option<LatencyReport> {
     let us = |ns: f64| ns / 1e3;
@@ -795,7 +816,13 @@ pub fn run(t: &IbTest) -> IbReport {
             }
         })
         .collect();
-    let simulated_s = b.sim.now_ns() as f64 / 1e9;
+    // The run stepped past its end by up to a step: its length is its last event's time.
+    let end_ns = if finished {
+        last_event_ns(&clients, &servers).unwrap_or(b.sim.now_ns())
+    } else {
+        b.sim.now_ns()
+    };
+    let simulated_s = end_ns as f64 / 1e9;
     IbReport {
         source: "simulated",
         test: t.clone(),
