@@ -119,8 +119,8 @@ pub struct CreditLink {
     config: CreditLinkConfig,
     next: NodeId,
     upstream: Option<NodeId>,
-    /// Credit the next port grants this line now (`u64::MAX` when it grants no credit).
-    credit_bytes: u64,
+    /// Credit the next port grants this line now (None: it takes every packet at once).
+    credit_bytes: Option<u64>,
     /// Credit on its way back over the line: (when it arrives, bytes), in time order.
     returning: VecDeque<(u64, u64)>,
     /// The input buffer: (when each packet's last bit arrived, the packet).
@@ -154,7 +154,7 @@ impl CreditLink {
     pub fn new(config: CreditLinkConfig, next: NodeId, upstream: Option<NodeId>) -> Self {
         assert!(config.block_bytes > 0, "credit blocks are at least a byte");
         Self {
-            credit_bytes: config.next_buffer_bytes.unwrap_or(u64::MAX),
+            credit_bytes: config.next_buffer_bytes,
             config,
             next,
             upstream,
@@ -250,7 +250,9 @@ impl CreditLink {
                 break;
             }
             self.returning.pop_front();
-            self.credit_bytes += bytes;
+            if let Some(credit) = &mut self.credit_bytes {
+                *credit += bytes;
+            }
         }
     }
 
@@ -287,7 +289,10 @@ impl CreditLink {
         loop {
             let credited = self.buffer.front().copied();
             let datagram = self.datagram_queue.front().copied();
-            let has_credit = credited.is_some_and(|(_, p)| self.charge(&p) <= self.credit_bytes);
+            let has_credit = credited.is_some_and(|(_, p)| {
+                self.credit_bytes
+                    .is_none_or(|credit| self.charge(&p) <= credit)
+            });
             let (arrived_ns, pkt, is_datagram) = match (credited, datagram) {
                 (None, None) => return,
                 (Some((at, p)), Some((dat, _))) if at <= dat && has_credit => (at, p, false),
@@ -323,8 +328,8 @@ impl CreditLink {
                 self.buffer.pop_front();
                 let charge = self.charge(&pkt);
                 self.buffer_bytes -= charge;
-                if self.config.next_buffer_bytes.is_some() {
-                    self.credit_bytes -= charge;
+                if let Some(credit) = &mut self.credit_bytes {
+                    *credit -= charge;
                 }
                 self.counters.packets_out += 1;
                 if let Some(up) = self.upstream {
