@@ -291,8 +291,8 @@ pub fn average_bytes_per_s(records: &[&AppRecord], bytes_each: u64) -> Option<f6
     (last > first).then(|| (count as u64 * bytes_each) as f64 * 1e9 / (last - first) as f64)
 }
 
-/// perftest's "BW peak": the best rate over any window of posts i..=j, i.e. bytes each
-/// over min_{i<=j} (completed[j] - posted[i]) / (j - i + 1).
+/// perftest's "BW peak": the best rate over any window of posts `i..=j`, i.e. bytes each
+/// over the least `(completed[j] - posted[i]) / (j - i + 1)` for `i <= j`.
 pub fn peak_bytes_per_s(record: &AppRecord, bytes_each: u64) -> Option<f64> {
     let n = record.posted.len().min(record.completed.len());
     let mut best: Option<f64> = None;

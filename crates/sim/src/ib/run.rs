@@ -1,9 +1,14 @@
 //! An InfiniBand connection across a wide-area loop, built and run: two hosts with
-//! HCAs, a range extender at each end of the WAN, one perftest-shaped test.
+//! HCAs, a range extender at each end of the WAN (and IB switches, if asked), one
+//! perftest- or OSU-shaped test; UDP cross traffic on the WAN line and TCP between
+//! hosts on the extenders' Ethernet side ports, if asked.
 //!
 //! ```text
-//!  HCA A ==IB== extender A ----WAN (layer, delay)---- extender B ==IB== HCA B
+//!  HCA A ==IB== [switches] == extender A ----WAN (layer, delay)---- extender B == [switches] ==IB== HCA B
+//!                            side port host C -/                  \- side port host D
 //! ```
+//!
+//! The devices and where their constants come from are in [`super::devices`].
 //!
 //! A range extender (Obsidian Longbow XR class) behaves as a two-port switch: an IB port
 //! and a WAN port, and a buffer between them. The IB link into it, the WAN between the
