@@ -20,7 +20,7 @@ use crate::transport::{FlowReport, Transport};
 
 /// Linux 2.6.18's `tcp_adv_win_scale` = 2: a quarter of the buffer is overhead.
 pub const WINDOW_FRACTION_OF_BUFFER: f64 = 0.75;
-/// The window auto-tuning starts from (`tcp_rmem`[1] = 87380 bytes, three quarters).
+/// The window auto-tuning starts from (`tcp_rmem[1]` = 87380 bytes, three quarters).
 pub const INITIAL_AUTO_WINDOW_BYTES: u64 = 65_535;
 /// The SYN's window never exceeds 16 bits before scaling (`tcp_select_initial_window`,
 /// `net/ipv4/tcp_output.c`, 2.6.18 and 6.x).
