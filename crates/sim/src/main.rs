@@ -162,7 +162,7 @@ impl IbArgs {
         t.connection = Connection::parse(&self.connection)?;
         t.hca = Hca::infinihost_pcie_x8(LinkSpeed::parse(&self.hca)?);
         t.hca.wqe_ns = self.wqe_ns;
-        t.hca.bus_payload_bps = Hca::bus_payload_bps(&self.bus)?;
+        t.hca.bus_payload_bps = Hca::bus_by_name(&self.bus)?;
         if self.switches > 0 {
             t.switch = Some(IbSwitch {
                 count: self.switches,

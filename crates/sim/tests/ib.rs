@@ -105,7 +105,7 @@ fn a_ddr_hca_back_to_back_is_held_by_its_pcie_bus() {
         PCIE_1_X8_PAYLOAD_BPS as f64 / 8.0,
         0.01,
     );
-    t.hca.bus_payload_bps = Hca::bus_payload_bps("pci-x").unwrap();
+    t.hca.bus_payload_bps = Hca::bus_by_name("pci-x").unwrap();
     assert_close(
         "DDR on PCI-X",
         average(&run(&t)),

@@ -7,9 +7,7 @@ on the loop's round trip (`sim.ib`), stored as an `ib_throughput` row."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -200,13 +198,11 @@ def run_campaign(
         runner.run_many(scenarios, workers=workers, scheduler=scheduler, on_done=keep)
     else:
         # IB runs are short and few: a local pool of simulator processes.
-        with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-            futures = {
-                pool.submit(_simulate, r, topology, campaign.rate_gbps): i
-                for i, r in enumerate(todo)
-            }
-            for future in as_completed(futures):
-                keep(futures[future], future.result())
+        def simulate(run: Run) -> dict[str, Any]:
+            return _simulate(run, topology, campaign.rate_gbps)
+
+        for index, report in runner.side_by_side(simulate, todo, workers):
+            keep(index, report)
     store.finish_campaign(campaign.name)
     return finished
 

@@ -10,9 +10,11 @@ import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from longhaul.errors import InputError
+
+T = TypeVar("T")
 
 _REPO_BINARY = Path(__file__).resolve().parents[3] / "target" / "release" / "longhaul-sim"
 TIMEOUT_S = 3600.0
@@ -112,14 +114,22 @@ def run_many(
     return [r for r in results if r is not None]
 
 
+def side_by_side(
+    simulate: Callable[[T], dict[str, Any]], items: Sequence[T], workers: int | None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, result) of `simulate` on each item as each finishes, `workers` at a time
+    (default: one per core). Each simulation is its own process already; threads only
+    wait on them."""
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        futures = {pool.submit(simulate, item): i for i, item in enumerate(items)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
 def _locally(
     scenarios: Sequence[dict[str, Any]], workers: int | None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    # Each simulation is its own process already; threads only wait on them.
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        futures = {pool.submit(run_scenario, s): i for i, s in enumerate(scenarios)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+    return side_by_side(run_scenario, scenarios, workers)
 
 
 def _on_dask(

@@ -77,7 +77,7 @@ pub const PCI_X_133_PAYLOAD_BPS: u64 = crate::presets::PCI_X_133_BPS as u64;
 
 impl Hca {
     /// The host bus by name: `pcie-x8` or `pci-x`.
-    pub fn bus_payload_bps(name: &str) -> Result<u64, String> {
+    pub fn bus_by_name(name: &str) -> Result<u64, String> {
         match name {
             "pcie-x8" | "pcie" => Ok(PCIE_1_X8_PAYLOAD_BPS),
             "pci-x" | "pcix" => Ok(PCI_X_133_PAYLOAD_BPS),

@@ -50,7 +50,6 @@ pub struct AppRecord {
     pub posted: Vec<u64>,
     pub completed: Vec<u64>,
     pub failed: u64,
-    pub bytes_completed: u64,
     /// Ping-pong: when each answer arrived; read one by one: each read's round trip.
     pub samples_ns: Vec<u64>,
     pub messages_arrived: u64,
@@ -138,21 +137,18 @@ impl App {
             Role::Stream {
                 verb, bytes, iters, ..
             } => {
-                self.record.bytes_completed += bytes;
                 if (self.record.posted.len() as u64) < iters {
                     self.post(qp, verb, bytes, now_ns);
                 }
             }
             Role::ReadOneByOne { bytes, iters } => {
-                self.record.bytes_completed += bytes;
                 let asked = *self.record.posted.last().expect("a read was posted");
                 self.record.samples_ns.push(now_ns - asked);
                 if (self.record.posted.len() as u64) < iters {
                     self.post(qp, Verb::Read, bytes, now_ns);
                 }
             }
-            Role::PingPong { bytes, .. } => self.record.bytes_completed += bytes,
-            Role::Passive => {}
+            Role::PingPong { .. } | Role::Passive => {}
         }
     }
 
@@ -218,19 +214,11 @@ impl IbEndpoint {
         &self.driver
     }
 
-    /// The perftest application's record (empty for an MPI rank).
-    pub fn record(&self) -> &AppRecord {
-        static NONE: AppRecord = AppRecord {
-            posted: Vec::new(),
-            completed: Vec::new(),
-            failed: 0,
-            bytes_completed: 0,
-            samples_ns: Vec::new(),
-            messages_arrived: 0,
-        };
+    /// The perftest application's record (None for an MPI rank).
+    pub fn record(&self) -> Option<&AppRecord> {
         match &self.driver {
-            Driver::Perftest(app) => app.record(),
-            Driver::Mpi(_) => &NONE,
+            Driver::Perftest(app) => Some(app.record()),
+            Driver::Mpi(_) => None,
         }
     }
 }

@@ -247,11 +247,6 @@ impl Qp {
         &self.counters
     }
 
-    /// Work requests posted and not yet completed.
-    pub fn outstanding(&self) -> usize {
-        self.queue.len()
-    }
-
     /// Post a work request (the application keeps to its send-queue depth).
     pub fn post(&mut self, wr: WorkRequest) {
         debug_assert!(wr.verb.check(self.config.service).is_ok());

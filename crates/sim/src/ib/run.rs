@@ -38,8 +38,7 @@ use crate::engine::Sim;
 use crate::event::NodeId;
 use crate::host::{Endpoint, Host};
 use crate::presets::kernel_defaults;
-use crate::run::Perf;
-use crate::run::{TcpFlow, tcp_receiver, tcp_sender};
+use crate::run::{Perf, TcpFlow, tcp_receiver, tcp_sender};
 use crate::scenario::HostConfig;
 use crate::transport::{FlowReport, Transport};
 use longhaul_link::layer::ETHERNET_PHY_OVERHEAD_BYTES;
@@ -410,10 +409,9 @@ fn side_tcp_report(b: &Built, t: &IbTest, simulated_s: f64) -> Option<SideTcpRep
         host.endpoints().iter().map(|e| pick(&e.report())).sum()
     };
     let received = sum(far, |r| r.received_bytes);
-    let switches = t.switch.map_or(0, |s| s.count as usize);
     let wan = b
         .sim
-        .get::<CreditLink>(b.forward_links[switches])
+        .get::<CreditLink>(b.extender_links[0])
         .expect("the WAN port");
     Some(SideTcpReport {
         streams: t.side_tcp_streams,
@@ -462,7 +460,9 @@ struct Built {
     sim: Sim,
     client: NodeId,
     server: NodeId,
-    forward_links: Vec<NodeId>,
+    /// The forward direction's extender ports: the near one's WAN port, the far one's
+    /// IB port (empty without extenders).
+    extender_links: Vec<NodeId>,
     /// The side-port TCP hosts (sending, receiving), when there are streams.
     side_hosts: Option<(NodeId, NodeId)>,
 }
@@ -517,9 +517,9 @@ fn hops(t: &IbTest, forward: bool, side_host: Option<NodeId>) -> Vec<Hop> {
     found
 }
 
-/// Add a direction's hops as credit links from node `first_id` on, each sending against
-/// the next one's buffer and returning credit to the one before (the host `from` for the
-/// first); returns their ids in order.
+/// Add a direction's hops as credit links with the next free node ids, each sending
+/// against the next one's buffer and returning credit to the one before (the host
+/// `from` for the first); returns their ids in order.
 fn add_direction(sim: &mut Sim, hops: Vec<Hop>, (from, to): (NodeId, NodeId)) -> Vec<NodeId> {
     let first_id = sim.node_count();
     let ids: Vec<NodeId> = (first_id..first_id + hops.len()).collect();
@@ -618,9 +618,12 @@ fn build(t: &IbTest) -> Built {
         server_role,
         1,
     )));
+    // Each direction's extender ports follow its near switches.
     let switches = t.switch.map_or(0, |s| s.count as usize);
+    let extenders = if t.extender.is_some() { 2 } else { 0 };
     let forward_links = add_direction(&mut sim, forward, (client_id, server_id));
     let backward_links = add_direction(&mut sim, backward, (server_id, client_id));
+    let extender_links = forward_links[switches..switches + extenders].to_vec();
     if side {
         let (senders, receivers) =
             side_tcp_hosts(t, forward_links[switches], backward_links[switches]);
@@ -631,7 +634,7 @@ fn build(t: &IbTest) -> Built {
         sim,
         client: client_id,
         server: server_id,
-        forward_links,
+        extender_links,
         side_hosts: side.then_some((near_side, far_side)),
     }
 }
@@ -690,10 +693,10 @@ fn records(sim: &Sim, host: NodeId) -> Vec<&IbEndpoint> {
 /// Whether a side has done what its role (or its MPI rank) asks.
 fn side_done(endpoints: &[&IbEndpoint], role: Role) -> bool {
     endpoints.iter().all(|e| {
-        if let Driver::Mpi(rank) = e.driver() {
-            return rank.finished();
-        }
-        let r = e.record();
+        let r = match e.driver() {
+            Driver::Mpi(rank) => return rank.finished(),
+            Driver::Perftest(app) => app.record(),
+        };
         let finished = r.completed.len() as u64 + r.failed;
         match role {
             Role::Stream { iters, .. } | Role::ReadOneByOne { iters, .. } => finished >= iters,
@@ -707,7 +710,7 @@ fn side_done(endpoints: &[&IbEndpoint], role: Role) -> bool {
 }
 
 fn side_report(endpoints: &[&IbEndpoint], bytes: u64, bandwidth: bool) -> SideReport {
-    let recs: Vec<&AppRecord> = endpoints.iter().map(|e| e.record()).collect();
+    let recs: Vec<&AppRecord> = endpoints.iter().filter_map(|e| e.record()).collect();
     let mb = |bps: f64| bps / PERFTEST_MB;
     let streaming = bandwidth && recs.iter().any(|r| !r.completed.is_empty());
     SideReport {
@@ -729,18 +732,16 @@ fn last_event_ns(clients: &[&IbEndpoint], servers: &[&IbEndpoint]) -> Option<u64
     clients
         .iter()
         .chain(servers)
-        .filter_map(|e| {
-            let r = e.record();
-            let app = [r.completed.last(), r.samples_ns.last()]
-                .into_iter()
-                .flatten()
-                .max()
-                .copied();
-            let mpi = match e.driver() {
-                Driver::Mpi(rank) => rank.record().end_ns,
-                Driver::Perftest(_) => None,
-            };
-            app.max(mpi)
+        .filter_map(|e| match e.driver() {
+            Driver::Mpi(rank) => rank.record().end_ns,
+            Driver::Perftest(app) => {
+                let r = app.record();
+                [r.completed.last(), r.samples_ns.last()]
+                    .into_iter()
+                    .flatten()
+                    .max()
+                    .copied()
+            }
         })
         .max()
 }
@@ -801,12 +802,9 @@ pub fn run(t: &IbTest) -> IbReport {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),
     };
-    let switches = t.switch.map_or(0, |s| s.count as usize);
     let extenders = b
-        .forward_links
+        .extender_links
         .iter()
-        .skip(switches)
-        .take(if t.extender.is_some() { 2 } else { 0 })
         .map(|&id| {
             let c = b
                 .sim
@@ -835,7 +833,7 @@ pub fn run(t: &IbTest) -> IbReport {
         wan_rate_bps: t
             .extender
             .map(|e| e.wan_rate_bps(t.mtu_bytes + BASE_HEADER_BYTES)),
-        latency: latency(t, clients[0].record()),
+        latency: clients[0].record().and_then(|r| latency(t, r)),
         mpi: mpi_report(t, &clients, &servers),
         client,
         server,

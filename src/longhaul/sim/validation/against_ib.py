@@ -18,13 +18,12 @@ profile on the same loop, and UC's 941 is the 4X SDR link's payload limit in 2^2
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from longhaul.analysis import reference
+from longhaul.sim import runner
 from longhaul.sim.ib import IbRun, run
 from longhaul.sim.validation.common import Progress
 
@@ -97,20 +96,20 @@ class _Runs:
     """Every run the validation needs, run once each, side by side."""
 
     def __init__(self, workers: int | None, progress: Progress | None) -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers
         self.progress = progress
         self.results: dict[IbRun, dict[str, Any]] = {}
 
     def all(self, runs: Sequence[IbRun]) -> None:
         todo = [r for r in dict.fromkeys(runs) if r not in self.results]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            for done, (test, report) in enumerate(
-                zip(todo, pool.map(run, todo), strict=True), start=1
-            ):
-                self.results[test] = report
-                if self.progress:
-                    what = f"IB: {test.tool} {test.service} at {test.length_miles:g} mi"
-                    self.progress(what, done, len(todo))
+        for done, (index, report) in enumerate(
+            runner.side_by_side(run, todo, self.workers), start=1
+        ):
+            test = todo[index]
+            self.results[test] = report
+            if self.progress:
+                what = f"IB: {test.tool} {test.service} at {test.length_miles:g} mi"
+                self.progress(what, done, len(todo))
 
     def __getitem__(self, test: IbRun) -> dict[str, Any]:
         return self.results[test]
