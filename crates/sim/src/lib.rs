@@ -22,6 +22,7 @@ pub mod link;
 pub mod network;
 pub mod packet;
 pub mod presets;
+pub mod rdma;
 pub mod run;
 pub mod scenario;
 pub mod tcp;

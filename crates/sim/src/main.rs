@@ -54,6 +54,21 @@ enum Command {
     /// `send_lat`, `write_lat`, `read_lat`) or an OSU MPI benchmark (`osu_latency`,
     /// `osu_bw`, `osu_bibw`) between two HCAs, across a WAN loop between range extenders.
     Ib(Box<IbArgs>),
+    /// RDMA-capable interconnects on a LAN, side by side (NetEffect iWARP, Mellanox
+    /// InfiniBand, Myri-10G MX over Myrinet and over Ethernet): `profile` (ping-pong
+    /// latency and bandwidth, both-way bandwidth, at the user level and under MPI),
+    /// `connections`, `logp`, `reuse`, `queue` (sweeps), `wan` (what-if over the USN
+    /// loops), `fit` (the fitted constants).
+    Rdma {
+        /// profile, connections, logp, reuse, queue, wan or fit.
+        what: String,
+        /// iwarp, ib, mxom, mxoe, or all.
+        #[arg(long, default_value = "all")]
+        interconnect: String,
+        /// Message size of the connections and queue sweeps, bytes.
+        #[arg(long, default_value_t = 1)]
+        size: u64,
+    },
 }
 
 #[derive(clap::Args)]
@@ -275,12 +290,41 @@ fn print_json<T: serde::Serialize>(value: &T) {
     );
 }
 
+/// `longhaul-sim rdma WHAT`: one object per interconnect, keyed by its name.
+fn rdma_command(what: &str, interconnect: &str, size: u64) -> Result<serde_json::Value, String> {
+    use longhaul_sim::rdma::{fit, interconnect as ics, report};
+    let chosen = if interconnect == "all" {
+        ics::ALL.to_vec()
+    } else {
+        vec![ics::Interconnect::by_name(interconnect)?]
+    };
+    let mut out = serde_json::Map::new();
+    for ic in chosen {
+        let value = match what {
+            "profile" => serde_json::to_value(report::profile(ic)),
+            "connections" => serde_json::to_value(report::connections(ic, size)),
+            "logp" => serde_json::to_value(report::logp_sweep(ic)),
+            "reuse" => serde_json::to_value(report::reuse(ic)),
+            "queue" => serde_json::to_value(report::queue(ic, size)),
+            "wan" => serde_json::to_value(report::wan(ic)),
+            "fit" => serde_json::to_value(fit::fit(ic)),
+            _ => {
+                return Err(format!(
+                    "rdma: {what:?} is not profile, connections, logp, reuse, queue, wan or fit"
+                ));
+            }
+        };
+        out.insert(ic.name.to_string(), value.expect("serializable"));
+    }
+    Ok(serde_json::Value::Object(out))
+}
+
 fn main() -> ExitCode {
     // `longhaul-sim SCENARIO.json` means `run`.
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(first) = args.get(1)
         && (first == "-" || !first.starts_with('-'))
-        && !["run", "network", "bench", "presets", "ib", "help"].contains(&first.as_str())
+        && !["run", "network", "bench", "presets", "ib", "rdma", "help"].contains(&first.as_str())
     {
         args.insert(1, "run".to_string());
     }
@@ -339,6 +383,17 @@ fn main() -> ExitCode {
                 print_ib_table(&reports);
             }
         }
+        Command::Rdma {
+            what,
+            interconnect,
+            size,
+        } => match rdma_command(&what, &interconnect, size) {
+            Ok(value) => print_json(&value),
+            Err(message) => {
+                eprintln!("longhaul-sim: {message}");
+                return ExitCode::from(2);
+            }
+        },
         Command::Presets => {
             print_json(&serde_json::json!({
                 "hosts": presets::host_presets(),
