@@ -60,14 +60,30 @@ enum Command {
     /// `connections`, `logp`, `reuse`, `queue` (sweeps), `wan` (what-if over the USN
     /// loops), `fit` (the fitted constants).
     Rdma {
-        /// profile, connections, logp, reuse, queue, wan or fit.
+        /// profile, connections, logp, reuse, queue, wan, point (one measurement with the
+        /// knobs below) or fit.
         what: String,
         /// iwarp, ib, mxom, mxoe, or all.
         #[arg(long, default_value = "all")]
         interconnect: String,
-        /// Message size of the connections and queue sweeps, bytes.
+        /// Message size of the connections and queue sweeps and of `point`, bytes.
         #[arg(long, default_value_t = 1)]
         size: u64,
+        /// `point`: under MPI (the study's library for the interconnect) instead of verbs.
+        #[arg(long)]
+        mpi: bool,
+        /// `point`: connections the ping-pong rotates over.
+        #[arg(long, default_value_t = 1)]
+        connections: u32,
+        /// `point`: per cent of MPI sends whose buffers were registered before.
+        #[arg(long, default_value_t = 100)]
+        reuse_pct: u32,
+        /// `point`: non-matching entries in the posted-receive queue.
+        #[arg(long, default_value_t = 0)]
+        queue_entries: u64,
+        /// `point`: the round trip of a loop between the switch ports, ms (0: one room).
+        #[arg(long, default_value_t = 0.0)]
+        rtt_ms: f64,
     },
 }
 
@@ -290,8 +306,48 @@ fn print_json<T: serde::Serialize>(value: &T) {
     );
 }
 
+/// The knobs of `longhaul-sim rdma point`.
+struct RdmaKnobs {
+    mpi: bool,
+    connections: u32,
+    reuse_pct: u32,
+    queue_entries: u64,
+    rtt_ms: f64,
+}
+
+impl RdmaKnobs {
+    fn setup(
+        &self,
+        ic: longhaul_sim::rdma::interconnect::Interconnect,
+    ) -> Result<longhaul_sim::rdma::micro::Setup, String> {
+        use longhaul_sim::rdma::micro::Setup;
+        if self.connections == 0 || self.reuse_pct > 100 {
+            return Err("rdma point: --connections >= 1 and --reuse-pct <= 100".into());
+        }
+        if !(self.rtt_ms.is_finite() && self.rtt_ms >= 0.0) {
+            return Err("rdma point: --rtt-ms must be 0 or more".into());
+        }
+        if self.rtt_ms > 0.0 && !ic.leaves_the_room {
+            return Err(format!("rdma point: {} cannot be carried over a loop", ic.label));
+        }
+        let base = if self.mpi { Setup::mpi(ic) } else { Setup::user(ic) };
+        Ok(Setup {
+            connections: self.connections,
+            reuse_pct: self.reuse_pct,
+            queue_entries: self.queue_entries,
+            extra_one_way_ns: (self.rtt_ms * 1e6 / 2.0) as u64,
+            ..base
+        })
+    }
+}
+
 /// `longhaul-sim rdma WHAT`: one object per interconnect, keyed by its name.
-fn rdma_command(what: &str, interconnect: &str, size: u64) -> Result<serde_json::Value, String> {
+fn rdma_command(
+    what: &str,
+    interconnect: &str,
+    size: u64,
+    knobs: RdmaKnobs,
+) -> Result<serde_json::Value, String> {
     use longhaul_sim::rdma::{fit, interconnect as ics, report};
     let chosen = if interconnect == "all" {
         ics::ALL.to_vec()
@@ -307,10 +363,11 @@ fn rdma_command(what: &str, interconnect: &str, size: u64) -> Result<serde_json:
             "reuse" => serde_json::to_value(report::reuse(ic)),
             "queue" => serde_json::to_value(report::queue(ic, size)),
             "wan" => serde_json::to_value(report::wan(ic)),
+            "point" => serde_json::to_value(report::point(&knobs.setup(ic)?, size)),
             "fit" => serde_json::to_value(fit::fit(ic)),
             _ => {
                 return Err(format!(
-                    "rdma: {what:?} is not profile, connections, logp, reuse, queue, wan or fit"
+                    "rdma: {what:?} is not profile, connections, logp, reuse, queue, wan, point or fit"
                 ));
             }
         };
@@ -387,7 +444,23 @@ fn main() -> ExitCode {
             what,
             interconnect,
             size,
-        } => match rdma_command(&what, &interconnect, size) {
+            mpi,
+            connections,
+            reuse_pct,
+            queue_entries,
+            rtt_ms,
+        } => match rdma_command(
+            &what,
+            &interconnect,
+            size,
+            RdmaKnobs {
+                mpi,
+                connections,
+                reuse_pct,
+                queue_entries,
+                rtt_ms,
+            },
+        ) {
             Ok(value) => print_json(&value),
             Err(message) => {
                 eprintln!("longhaul-sim: {message}");

@@ -253,11 +253,13 @@ def schedule(
     spec = campaigns.parse(file.read_text(), source=str(file))
     if spec.jitter is not None:
         fail("a scheduled campaign runs on booked circuits, which have no jitter setting")
-    if spec.reservations or any(t.tool in ("sim", "ib_rdma") for t in spec.tests):
+    from longhaul.sim.campaign import SIMULATED_TOOLS  # noqa: PLC0415
+
+    if spec.reservations or any(t.tool in SIMULATED_TOOLS for t in spec.tests):
         fail(
             "a scheduled campaign books its own loops: give loops_miles and no reservations, "
-            "and no tool = 'sim' or 'ib_rdma' (simulated campaigns need no circuits: run them "
-            "directly)"
+            "and no tool = 'sim', 'ib_rdma' or 'rdma_lan' (simulated campaigns need no "
+            "circuits: run them directly)"
         )
     runner.plan_connections(spec, Testbed(load_or_usn(topology)))  # every loop exists
     first = datetime.now(UTC) if start is None else parse_instant(start, "start")

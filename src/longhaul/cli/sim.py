@@ -29,7 +29,8 @@ def validate(
         typer.Option(
             help="Which yardsticks, comma-separated: ns3 (ns-3 on shared scenarios), kernel "
             "(iperf3 through the emulated testbed; root), usn (the published TCP profiles), "
-            "ib (the published InfiniBand results)."
+            "ib (the published InfiniBand results), rdma-lan (iWARP, InfiniBand and "
+            "Myri-10G on a LAN)."
         ),
     ] = "ns3,kernel,usn",
     suite: Annotated[
@@ -212,6 +213,9 @@ def _show(part: str, result: dict[str, Any]) -> None:
     if part == "ib":
         _show_ib(result)
         return
+    if part == "rdma-lan":
+        _show_rdma_lan(result)
+        return
     if part == "usn":
         table = Table(title="USN TCP profile (published vs simulated)", title_justify="left")
         for column in ("figure", "published", "simulated", "error", "within 25 %"):
@@ -291,6 +295,29 @@ def _show_ib(result: dict[str, Any]) -> None:
     console.print(table)
     summary = result["summary"]
     console.print(f"{summary['within']} of {summary['cases']} within; units: {result['units']}")
+
+
+def _show_rdma_lan(result: dict[str, Any]) -> None:
+    table = Table(title="RDMA on a LAN (published vs simulated)", title_justify="left")
+    for column in ("figure", "unit", "published", "simulated", "rule", "basis", "within"):
+        table.add_column(column)
+    for case in result["cases"]:
+        verdict = "yes" if case["within"] else "[red]no[/red]"
+        table.add_row(
+            case["what"],
+            case["unit"],
+            f"{case['published']:g}",
+            f"{case['sim']:g}",
+            case["rule"],
+            case["basis"],
+            verdict,
+        )
+    console.print(table)
+    s = result["summary"]
+    console.print(
+        f"{s['within']} of {s['cases']} within; of the {s['predicted']} not fitted, "
+        f"{s['predicted_within']}; units: {result['units']}"
+    )
 
 
 def _show_ns3_notes(result: dict[str, Any]) -> None:

@@ -102,6 +102,25 @@ TESTS: dict[str, TestKind] = {
             "profile), perftest-shaped, on the simulator",
         ),
         TestKind(
+            "rdma_lan",
+            (
+                Param(
+                    "interconnect",
+                    str,
+                    ["iwarp", "ib", "mxom", "mxoe"],
+                    grid=True,
+                    choices=("iwarp", "ib", "mxom", "mxoe"),
+                ),
+                Param("message_bytes", int, [1], grid=True, low=1, high=1 << 22),
+                Param("connections", int, [1], grid=True, low=1, high=4096),
+                Param("reuse_pct", int, [100], grid=True, low=0, high=100),
+                Param("queue_entries", int, [0], grid=True, low=0, high=100_000),
+                *_COMMON,
+            ),
+            "iWARP, InfiniBand and Myri-10G ping-pong latency and bandwidth on a LAN (or a "
+            "loop, what-if), at the user level or under MPI, on the simulator",
+        ),
+        TestKind(
             "echo_jitter",
             (
                 Param("variant", str, ["echo", "size"], grid=True, choices=("echo", "size")),

@@ -2,7 +2,9 @@
 circuit the emulated testbed would build for its loop, the scenarios run side by side
 (locally or on Dask), and each result is stored as the same tidy row an emulated run
 gives, tagged simulated; with tool = "ib_rdma" each run is a perftest-shaped InfiniBand test
-on the loop's round trip (`sim.ib`), stored as an `ib_throughput` row."""
+on the loop's round trip (`sim.ib`), stored as an `ib_throughput` row; with tool =
+"rdma_lan" each run is one ping-pong of an RDMA LAN interconnect (`sim.rdma`), stored as
+an `rdma_lan` row."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from longhaul.measure.campaign import Campaign, Run
 from longhaul.measure.rows import Row, Source
 from longhaul.measure.store import ResultsStore
 from longhaul.measure.tools import iperf3
-from longhaul.sim import ib, runner
+from longhaul.sim import ib, rdma, runner
 from longhaul.sim.scenarios import TcpRun, random_loss, tcp_scenario
 from longhaul.topology import Topology
 from longhaul.topology.circuits import loop_spec
@@ -27,7 +29,7 @@ Progress = Callable[[str, int, int], None]
 """(what just finished, runs done, runs in all)."""
 
 
-SIMULATED_TOOLS = frozenset({"sim", "ib_rdma"})
+SIMULATED_TOOLS = frozenset({"sim", "ib_rdma", "rdma_lan"})
 
 
 def is_simulated(campaign: Campaign) -> bool:
@@ -38,7 +40,7 @@ def is_simulated(campaign: Campaign) -> bool:
         raise InputError(
             "tests",
             "a campaign runs either on the testbed or on the simulator: put the "
-            "tool = 'sim' and tool = 'ib_rdma' tests in a campaign of their own",
+            "tool = 'sim', 'ib_rdma' and 'rdma_lan' tests in a campaign of their own",
         )
     if simulated and campaign.reservations:
         raise InputError(
@@ -152,6 +154,8 @@ def _simulate(run: Run, topology: Topology, rate_gbps: float | None) -> dict[str
     """One run on the simulator, whichever of its tools."""
     if run.test.tool == "ib_rdma":
         return ib.run(ib.ib_run(run))
+    if run.test.tool == "rdma_lan":
+        return rdma.measure_point(rdma.rdma_point(run))
     return runner.run_scenario(scenario(run, topology, rate_gbps))
 
 
@@ -183,7 +187,7 @@ def run_campaign(
     def keep(index: int, report: dict[str, Any]) -> None:
         nonlocal finished
         run = todo[index]
-        make_row = ib_row_of if run.test.tool == "ib_rdma" else row_of
+        make_row = {"ib_rdma": ib_row_of, "rdma_lan": rdma.rdma_row_of}.get(run.test.tool, row_of)
         row = make_row(run, campaign.name, report)
         raw_path = folder / f"sim-{len(done) + index + 1:05d}.json"
         raw_path.write_text(json.dumps(report))
@@ -197,7 +201,7 @@ def run_campaign(
         scenarios = [scenario(r, topology, campaign.rate_gbps) for r in todo]
         runner.run_many(scenarios, workers=workers, scheduler=scheduler, on_done=keep)
     else:
-        # IB runs are short and few: a local pool of simulator processes.
+        # IB and RDMA LAN runs are short and few: a local pool of simulator processes.
         def simulate(run: Run) -> dict[str, Any]:
             return _simulate(run, topology, campaign.rate_gbps)
 
@@ -210,4 +214,6 @@ def run_campaign(
 def _describe(run: Run) -> str:
     if run.test.tool == "ib_rdma":
         return f"{run.connection.name}, IB {run.params['message_bytes']} B"
+    if run.test.tool == "rdma_lan":
+        return f"{run.params['interconnect']} {run.params['message_bytes']} B"
     return f"{run.connection.name}, {run.params['cc']}, n = {run.params['streams']}"

@@ -71,6 +71,20 @@ def run_ib(args: Sequence[str]) -> dict[str, Any]:
     )
 
 
+def run_rdma(args: Sequence[str]) -> dict[str, Any]:
+    """The RDMA LAN models, `longhaul-sim rdma ARGS`: one object per interconnect."""
+    return _finish(
+        subprocess.run(
+            [str(binary()), "rdma", *args],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        ),
+        "rdma",
+    )
+
+
 def _simulate(command: str, scenario: dict[str, Any]) -> dict[str, Any]:
     done = subprocess.run(
         [str(binary()), command, "-"],

@@ -257,3 +257,35 @@ pub fn wan(ic: Interconnect) -> Vec<WanPoint> {
         })
         .collect()
 }
+
+/// One measurement with every knob set: what a campaign run asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PointReport {
+    pub interconnect: &'static str,
+    pub mpi: bool,
+    pub bytes: u64,
+    pub latency_us: f64,
+    /// Ping-pong bandwidth, bytes / (round trip / 2).
+    pub bandwidth_mb_s: f64,
+    /// Both sides sending at once, bytes both ways per second.
+    pub bothway_mb_s: f64,
+    pub protocol: &'static str,
+}
+
+pub fn point(setup: &Setup, bytes: u64) -> PointReport {
+    let p = pingpong(setup, bytes);
+    let protocol = match setup.mpi {
+        None => "user",
+        Some(lib) if bytes <= lib.eager_limit_bytes => "eager",
+        Some(_) => "rendezvous",
+    };
+    PointReport {
+        interconnect: setup.ic.name,
+        mpi: setup.mpi.is_some(),
+        bytes,
+        latency_us: p.latency_us,
+        bandwidth_mb_s: p.bandwidth_mb_s,
+        bothway_mb_s: bothway(setup, bytes),
+        protocol,
+    }
+}

@@ -70,6 +70,7 @@ BUILT_IN = {
     "iperf3": ("tcp_throughput", "longhaul.measure.tools.iperf3"),
     "sim": ("tcp_throughput", "longhaul.sim.tool"),
     "ib_rdma": ("ib_throughput", "longhaul.sim.ib"),
+    "rdma_lan": ("rdma_lan", "longhaul.sim.rdma"),
     "udp": ("udp_throughput", "longhaul.measure.tools.udp"),
     "ping": ("rtt", "longhaul.measure.tools.ping"),
     "echo": ("echo_jitter", "longhaul.measure.tools.echo"),

@@ -8,6 +8,10 @@
 - InfiniBand (`ib`, `against_ib`): the published RDMA profile over range extenders and the
   RC/UC/UD transport study, from one HCA and extender model: RDMA write within 2 % and its
   decrease per mile in range, transport figures within 15 %, the qualitative findings.
+- RDMA on a LAN (`rdma-lan`, `against_rdma_lan`): iWARP, InfiniBand and Myri-10G against
+  Rashti and Afsahi's comparison, one parameter set per interconnect: every latency and
+  bandwidth within 10 %, every eager/rendezvous switch point within a power of two; the
+  latencies the per-message times are fitted to are marked as such.
 - USN (`usn`, `against_usn`): the published distance profile of BIC and HTCP on host types I/II
   (`reference/tcp_profiles.csv`, `tcp_points.csv`), from one choice of path and host
   parameters (`USN_MODEL`, no fitting per cell): T̄ and average DPM within 25 %, and the
@@ -23,12 +27,14 @@ from longhaul.sim import ns3, runner
 from longhaul.sim.validation.against_ib import validate_ib
 from longhaul.sim.validation.against_kernel import validate_kernel
 from longhaul.sim.validation.against_ns3 import validate_ns3
+from longhaul.sim.validation.against_rdma_lan import validate_rdma_lan
 from longhaul.sim.validation.against_usn import USN_MODEL, validate_usn
 from longhaul.sim.validation.common import Progress
 
-PARTS = ("ns3", "kernel", "usn", "ib")
+PARTS = ("ns3", "kernel", "usn", "ib", "rdma-lan")
 DEFAULT_PARTS = ("ns3", "kernel", "usn")
-"""What `validate` runs unless told: the TCP yardsticks (the IB suite is asked for by name)."""
+"""What `validate` runs unless told: the TCP yardsticks (the IB and RDMA LAN suites are
+asked for by name)."""
 
 
 def validate(
@@ -47,6 +53,8 @@ def validate(
                 found[part] = validate_kernel(progress)
             elif part == "ib":
                 found[part] = validate_ib(workers, progress)
+            elif part == "rdma-lan":
+                found[part] = validate_rdma_lan(progress)
             else:
                 found[part] = validate_usn(USN_MODEL, workers, progress)
         except (ns3.Ns3UnavailableError, runner.SimUnavailableError) as exc:
