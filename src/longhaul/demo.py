@@ -8,7 +8,9 @@ the job runner provisions it, the emulated driver builds the circuit, the quick 
 runs on it (with UDP cross-traffic on the 1,400-mile loop), and the reservation is
 cancelled, which tears the circuit down. Then the simulator runs the 2008 study (BIC and
 HTCP, which this kernel lacks, on the USN type I host preset) on the same four loops,
-after the emulated part so that it never shares the cores with the emulator. The report
+after the emulated part so that it never shares the cores with the emulator, and USN's
+InfiniBand RDMA profile; beside the report, the RDMA LAN models' own (iWARP, InfiniBand
+and Myri-10G side by side, `longhaul sim rdma`). The report
 shows emulated, simulated and published side by side, on one figure and in one table,
 with each simulated profile compared with the published one (k-segmented fits, the
 difference and its bootstrap interval). The testbed is removed and the report's path
@@ -46,6 +48,8 @@ from longhaul.testbed import Testbed, netns
 QUICK = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-quick.toml"
 SIMULATED = Path(__file__).parent / "data" / "campaigns" / "usn-tcp-sim-quick.toml"
 SIMULATED_IB = Path(__file__).parent / "data" / "campaigns" / "usn-ib-rdma-sim.toml"
+RDMA_LAN_REPORT = "rdma-lan"
+"""Beside the report: the RDMA LAN models' report (`longhaul sim rdma`)."""
 SIMULATED_ESTIMATES_S = (20.0, 6.0)
 """What the simulated parts take, for the progress bar: the TCP study's 96 runs took
 17 s on a 2-core VM (`longhaul campaign run usn-tcp-sim-quick.toml`), the InfiniBand
@@ -118,10 +122,14 @@ def run(progress: Progress | None = None) -> Path:
             base_s += estimate_s
         say(Phase("writing the report", 1, 1))
         from longhaul.report import write_report  # noqa: PLC0415
+        from longhaul.report.rdma import write_rdma_report  # noqa: PLC0415
 
         names = (spec.name, simulated.name, infiniband.name)
         frame = pd.concat([store.frame(name) for name in names])
-        return write_report(frame, folder / "report", " + ".join(names))
+        report = write_report(frame, folder / "report", " + ".join(names))
+        say(Phase("iWARP, InfiniBand and Myri-10G on a LAN (simulated)", 1, 1))
+        write_rdma_report(report.parent / RDMA_LAN_REPORT)
+        return report
     finally:
         say(Phase("removing the testbed", 1, 1))
         testbed.down(everything=True)

@@ -76,3 +76,5 @@ def demo() -> None:
 
         path = study.run(progress)
     console.print(f"The report: {path}")
+    rdma_lan = path.parent / study.RDMA_LAN_REPORT / "index.html"
+    console.print(f"iWARP, InfiniBand and Myri-10G side by side: {rdma_lan}")

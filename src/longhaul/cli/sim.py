@@ -195,6 +195,49 @@ def _simulator(*args: str) -> str:
     return done.stdout
 
 
+@app.command("rdma")
+def rdma_command(
+    out: Annotated[
+        Path, typer.Option(help="Folder for the report (index.html and its figures).")
+    ] = Path("reports/rdma-lan"),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each interconnect's profile as JSON instead.")
+    ] = False,
+) -> None:
+    """iWARP, InfiniBand and Myri-10G side by side on a LAN (the simulator's models of
+    Rashti and Afsahi's comparison): latency, bandwidth and both-way bandwidth at the user
+    level and under MPI, the connection, LogP, buffer re-use and queue-length sweeps, the
+    what-if over the USN loops, and the validation against the study, as an HTML report."""
+    from longhaul.report.rdma import write_rdma_report  # noqa: PLC0415
+    from longhaul.sim import rdma, runner  # noqa: PLC0415
+
+    try:
+        if as_json:
+            print_json(rdma.run("profile"))
+            return
+        with _bar() as bar:
+            bar.add_task("running the RDMA models and drawing the report", total=None)
+            profiles = rdma.run("profile")
+            path = write_rdma_report(out, profiles)
+    except runner.SimUnavailableError as exc:
+        fail(str(exc))
+    table = Table(title="RDMA on a LAN, simulated", title_justify="left")
+    for column in ("interconnect", "latency µs", "MPI µs", "peak MB/s", "MPI both ways", "rndv"):
+        table.add_column(column)
+    for name, profile in profiles.items():
+        s = profile["summary"]
+        table.add_row(
+            rdma.LABELS[name],
+            f"{s['user_latency_us']:.2f}",
+            f"{s['mpi_latency_us']:.2f}",
+            f"{s['user_peak_mb_s']:.0f}",
+            f"{s['mpi_bothway_peak_mb_s']:.0f}",
+            f"{s['switch_point_bytes'] // 1024} KiB",
+        )
+    console.print(table)
+    console.print(f"report: {path}")
+
+
 def _bar() -> Progress:
     return Progress(
         TextColumn("{task.description}"),

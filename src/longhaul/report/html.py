@@ -57,7 +57,7 @@ def write_report(
         *figures.time_series(frame),
         *[d for d in (figures.rtt_cdfs(frame),) if d],
     ]
-    shown = [_save(d, folder) for d in drawn]
+    shown = [save_figure(d, folder) for d in drawn]
     page = _TEMPLATES.get_template("report.html").render(
         campaign=campaign,
         written=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -211,7 +211,7 @@ def _left_out_table(left_out: pd.DataFrame) -> list[dict[str, str]]:
     ]
 
 
-def _save(drawn: Drawn, folder: Path) -> dict[str, str]:
+def save_figure(drawn: Drawn, folder: Path) -> dict[str, str]:
     drawn.figure.savefig(folder / f"{drawn.name}.png", dpi=130)
     drawn.figure.savefig(folder / f"{drawn.name}.svg")
     svg = io.StringIO()

@@ -119,9 +119,13 @@ def _cases(row: Any, summaries: dict[str, dict[str, Any]]) -> list[dict[str, Any
     return cases
 
 
-def validate_rdma_lan(progress: Progress | None = None) -> dict[str, Any]:
-    """Every row of rdma_lan.csv against the models, with a summary."""
-    profiles = rdma.run("profile")
+def validate_rdma_lan(
+    progress: Progress | None = None, profiles: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every row of rdma_lan.csv against the models (`profiles`: the models' profiles
+    when already run), with a summary."""
+    if profiles is None:
+        profiles = rdma.run("profile")
     if progress:
         progress("RDMA LAN: the four interconnects' profiles", 1, 1)
     summaries = {name: profile["summary"] for name, profile in profiles.items()}
