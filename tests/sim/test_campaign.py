@@ -139,3 +139,61 @@ def test_an_infiniband_campaign_runs_beside_cross_traffic(home):
     # The extenders' frames are never dropped: the datagrams lose what does not fit.
     assert by[8600, 2.0].throughput_gbps == pytest.approx(by[8600, 0.0].throughput_gbps, rel=0.01)
     assert by[8600, 2.0].extra["cross_frames_dropped"] > 0
+
+
+RDMA_CAMPAIGN = """
+name = "rdma-small"
+[connections]
+loops_miles = [1400]
+[[tests]]
+test = "rdma_lan"
+tool = "rdma_lan"
+level = "mpi"
+interconnect = ["iwarp", "mxom"]
+message_bytes = [1, 1048576]
+queue_entries = [0, 100]
+"""
+
+
+def test_an_rdma_lan_campaign_stores_a_row_per_point(home):
+    (home / "rdma.toml").write_text(RDMA_CAMPAIGN)
+    ran = longhaul("campaign", "run", str(home / "rdma.toml"), home=home)
+    assert ran.returncode == 0, ran.stderr
+    db = Database(f"sqlite:///{home / 'longhaul.db'}")
+    rows = ResultsStore(db).rows("rdma-small")
+    db.dispose()
+    assert len(rows) == 8
+    assert {(r.tool, r.source.value, r.connection) for r in rows} == {
+        ("rdma_lan", "simulated", "machine room")
+    }
+    by = {(r.extra["interconnect"], r.message_bytes, r.extra["queue_entries"]): r for r in rows}
+    # In one machine room the loop only names the run: microseconds, not 26.8 ms.
+    assert by["mxom", 1, 0].extra["latency_us"] == pytest.approx(3.3, abs=0.05)
+    # MX matches in its firmware at 0.2 µs an entry, MPICH2-iWARP in the host at 0.1.
+    assert by["mxom", 1, 100].extra["latency_us"] - by["mxom", 1, 0].extra["latency_us"] == (
+        pytest.approx(20.0, abs=0.01)
+    )
+    assert by["iwarp", 1, 100].extra["latency_us"] - by["iwarp", 1, 0].extra["latency_us"] == (
+        pytest.approx(10.0, abs=0.01)
+    )
+    assert by["iwarp", 1048576, 0].variant == "iwarp mpi"
+    assert by["iwarp", 1048576, 0].throughput_gbps == pytest.approx(
+        by["iwarp", 1048576, 0].extra["bandwidth_mb_s"] * 8 / 1000
+    )
+
+
+def test_an_rdma_lan_campaign_over_the_loop_is_the_what_if(home):
+    campaign = RDMA_CAMPAIGN.replace('level = "mpi"', 'placement = "loop"')
+    campaign = campaign.replace('["iwarp", "mxom"]', '["iwarp"]').replace(
+        "queue_entries = [0, 100]", ""
+    )
+    (home / "loop.toml").write_text(campaign)
+    ran = longhaul("campaign", "run", str(home / "loop.toml"), home=home)
+    assert ran.returncode == 0, ran.stderr
+    db = Database(f"sqlite:///{home / 'longhaul.db'}")
+    rows = ResultsStore(db).rows("rdma-small")
+    db.dispose()
+    assert all(r.length_miles == pytest.approx(1400, abs=1) for r in rows)
+    # Half the loop's round trip plus the LAN latency.
+    short = next(r for r in rows if r.message_bytes == 1)
+    assert short.rtt_ms == pytest.approx(26.8 + 2 * 9.78e-3, abs=0.01)
