@@ -14,6 +14,7 @@ import pytest
 
 from longhaul.db import Database
 from longhaul.measure.store import ResultsStore
+from longhaul.sim.ib import loop_rtt_ms
 
 CAMPAIGN = """
 name = "sim-small"
@@ -194,6 +195,6 @@ def test_an_rdma_lan_campaign_over_the_loop_is_the_what_if(home):
     rows = ResultsStore(db).rows("rdma-small")
     db.dispose()
     assert all(r.length_miles == pytest.approx(1400, abs=1) for r in rows)
-    # Half the loop's round trip plus the LAN latency.
+    # The loop's round trip plus the LAN's.
     short = next(r for r in rows if r.message_bytes == 1)
-    assert short.rtt_ms == pytest.approx(26.8 + 2 * 9.78e-3, abs=0.01)
+    assert short.rtt_ms == pytest.approx(loop_rtt_ms(1400) + 2 * 9.78e-3, abs=0.005)
