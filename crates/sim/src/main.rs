@@ -328,9 +328,16 @@ impl RdmaKnobs {
             return Err("rdma point: --rtt-ms must be 0 or more".into());
         }
         if self.rtt_ms > 0.0 && !ic.leaves_the_room {
-            return Err(format!("rdma point: {} cannot be carried over a loop", ic.label));
+            return Err(format!(
+                "rdma point: {} cannot be carried over a loop",
+                ic.label
+            ));
         }
-        let base = if self.mpi { Setup::mpi(ic) } else { Setup::user(ic) };
+        let base = if self.mpi {
+            Setup::mpi(ic)
+        } else {
+            Setup::user(ic)
+        };
         Ok(Setup {
             connections: self.connections,
             reuse_pct: self.reuse_pct,
