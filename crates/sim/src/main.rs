@@ -81,6 +81,9 @@ enum Command {
         /// `point`: non-matching entries in the posted-receive queue.
         #[arg(long, default_value_t = 0)]
         queue_entries: u64,
+        /// `point`: messages in the unexpected queue, searched at each receive's posting.
+        #[arg(long, default_value_t = 0)]
+        unexpected_entries: u64,
         /// `point`: the round trip of a loop between the switch ports, ms (0: one room).
         #[arg(long, default_value_t = 0.0)]
         rtt_ms: f64,
@@ -312,6 +315,7 @@ struct RdmaKnobs {
     connections: u32,
     reuse_pct: u32,
     queue_entries: u64,
+    unexpected_entries: u64,
     rtt_ms: f64,
 }
 
@@ -342,6 +346,7 @@ impl RdmaKnobs {
             connections: self.connections,
             reuse_pct: self.reuse_pct,
             queue_entries: self.queue_entries,
+            unexpected_entries: self.unexpected_entries,
             extra_one_way_ns: (self.rtt_ms * 1e6 / 2.0) as u64,
             ..base
         })
@@ -353,7 +358,7 @@ fn rdma_command(
     what: &str,
     interconnect: &str,
     size: u64,
-    knobs: RdmaKnobs,
+    knobs: &RdmaKnobs,
 ) -> Result<serde_json::Value, String> {
     use longhaul_sim::rdma::{fit, interconnect as ics, report};
     let chosen = if interconnect == "all" {
@@ -455,16 +460,18 @@ fn main() -> ExitCode {
             connections,
             reuse_pct,
             queue_entries,
+            unexpected_entries,
             rtt_ms,
         } => match rdma_command(
             &what,
             &interconnect,
             size,
-            RdmaKnobs {
+            &RdmaKnobs {
                 mpi,
                 connections,
                 reuse_pct,
                 queue_entries,
+                unexpected_entries,
                 rtt_ms,
             },
         ) {

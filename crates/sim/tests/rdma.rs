@@ -146,6 +146,29 @@ fn matching_costs_each_entry_passed_over() {
 }
 
 #[test]
+fn an_unexpected_queue_hides_behind_the_flight_until_it_outlasts_it() {
+    for ic in ALL {
+        let points = report::queue(ic, 1);
+        let base = points[0].unexpected_latency_us;
+        let short = points.iter().find(|p| p.entries == 10).unwrap();
+        assert!(
+            (short.unexpected_latency_us - base).abs() < 1e-6,
+            "{}",
+            ic.name
+        );
+        // Past the round trip, one search per round trip: half the posted walk's slope.
+        let (a, b) = (points[points.len() - 2], points[points.len() - 1]);
+        let slope_ns = (b.unexpected_latency_us - a.unexpected_latency_us) * 1e3
+            / (b.entries - a.entries) as f64;
+        assert!(
+            within(slope_ns, ic.match_entry_ns as f64 / 2.0, 0.01),
+            "{}: {slope_ns}",
+            ic.name
+        );
+    }
+}
+
+#[test]
 fn buffer_reuse_matters_only_to_rendezvous() {
     for ic in ALL {
         let points = report::reuse(ic);

@@ -115,6 +115,7 @@ TESTS: dict[str, TestKind] = {
                 Param("connections", int, [1], grid=True, low=1, high=4096),
                 Param("reuse_pct", int, [100], grid=True, low=0, high=100),
                 Param("queue_entries", int, [0], grid=True, low=0, high=100_000),
+                Param("unexpected_entries", int, [0], grid=True, low=0, high=100_000),
                 *_COMMON,
             ),
             "iWARP, InfiniBand and Myri-10G ping-pong latency and bandwidth on a LAN (or a "

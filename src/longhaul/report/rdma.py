@@ -126,6 +126,19 @@ def _lines(sweeps: dict[str, Any], x: str, y: str, xlabel: str, ylabel: str, log
     return figure
 
 
+def _queue_figure(queue: dict[str, Any]) -> Figure:
+    figure = _lines(queue, "entries", "latency_us", "queue entries", "µs", False)
+    axes = figure.axes[0]
+    for line, points in zip(list(axes.get_lines()), queue.values(), strict=True):
+        axes.plot(
+            [p["entries"] for p in points],
+            [p["unexpected_latency_us"] for p in points],
+            linestyle="--",
+            color=line.get_color(),
+        )
+    return figure
+
+
 def _rise(points: list[dict[str, Any]], x: str, y: str) -> tuple[Any, float]:
     """Where `y` first rises above its first value, and by how much at the end."""
     first = points[0][y]
@@ -201,13 +214,18 @@ def _sweep_figures(sweeps: dict[str, dict[str, Any]], ics: dict[str, Any]) -> li
         ),
         Drawn(
             "rdma-queue",
-            "Latency against the posted-receive queue's length",
-            "A 1-byte MPI ping-pong with N non-matching receives posted ahead of the one "
-            "that matches: each is passed over in turn, by the host's MPI library for "
-            "MPICH2-iWARP and MVAPICH2 (a list node not in cache per entry, 0.1 µs, an "
-            "assumption) and by the NIC's firmware for MX (0.2 µs, an assumption: a slower "
-            "processor, though it spares the host's CPU). " + queue_text + ".",
-            _lines(queue, "entries", "latency_us", "queue entries", "µs", False),
+            "Latency against MPI's queue lengths",
+            "A 1-byte MPI ping-pong. Solid: N non-matching receives posted ahead of the one "
+            "that matches, each passed over in turn as the message arrives, by the host's "
+            "MPI library for MPICH2-iWARP and MVAPICH2 (a list node not in cache per entry, "
+            "0.1 µs, an assumption) and by the NIC's firmware for MX (0.2 µs, an "
+            "assumption: a slower processor, though it spares the host's CPU): "
+            + queue_text
+            + ". Dashed: N unexpected messages queued, searched when each receive is posted, "
+            "right after the send: the search hides behind the message's flight until it "
+            "outlasts the round trip, then costs half as much as the posted queue's walk "
+            "(one search per round trip).",
+            _queue_figure(queue),
         ),
         Drawn(
             "rdma-wan",

@@ -50,6 +50,7 @@ class RdmaPoint:
     connections: int = 1
     reuse_pct: int = 100
     queue_entries: int = 0
+    unexpected_entries: int = 0
     rtt_ms: float = 0.0
     """0: both hosts in one machine room; otherwise the loop between the switch ports."""
 
@@ -66,6 +67,8 @@ class RdmaPoint:
             str(self.reuse_pct),
             "--queue-entries",
             str(self.queue_entries),
+            "--unexpected-entries",
+            str(self.unexpected_entries),
             "--rtt-ms",
             f"{self.rtt_ms:.6g}",
         ]
@@ -118,6 +121,7 @@ def rdma_point(planned: Run) -> RdmaPoint:
         connections=int(params["connections"]),
         reuse_pct=int(params["reuse_pct"]),
         queue_entries=int(params["queue_entries"]),
+        unexpected_entries=int(params["unexpected_entries"]),
         rtt_ms=loop_spec(usn(), planned.connection.length_miles).rtt_ms if on_loop else 0.0,
     )
 
@@ -148,6 +152,7 @@ def rdma_row_of(run: Run, campaign: str, report: dict[str, Any]) -> Row:
             "connections": point.connections,
             "reuse_pct": point.reuse_pct,
             "queue_entries": point.queue_entries,
+            "unexpected_entries": point.unexpected_entries,
         },
     )
 

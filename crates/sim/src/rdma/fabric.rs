@@ -50,6 +50,8 @@ enum Then {
         side: Side,
         bytes: u64,
     },
+    /// Work that only occupies a server.
+    Nothing,
 }
 
 #[derive(Debug)]
@@ -75,6 +77,8 @@ pub struct Message {
     pub connection: u32,
     pub completion: Completion,
     pub work: HostWork,
+    /// The receiving adapter's own work on it before completing it (MX's matching).
+    pub receiver_adapter_ns: u64,
     /// The caller's, returned on delivery.
     pub tag: u64,
 }
@@ -121,11 +125,13 @@ pub struct Fabric {
 }
 
 /// Servers: 0-1 CPUs, 2-3 buses' up ways, 4-5 down ways (the same as up on PCI-X),
-/// 6-7 lines out of each side.
+/// 6-7 lines out of each side, 8-9 the adapters' processors (work they do one thing at
+/// a time, such as MX's matching).
 const CPU: usize = 0;
 const BUS_UP: usize = 2;
 const BUS_DOWN: usize = 4;
 const LINE: usize = 6;
+const ADAPTER: usize = 8;
 
 /// What an adapter reads ahead of its line: 32 read requests of 512 bytes, PCIe's tag
 /// space without extended tags (PCIe 1.1 §2.2.6.2) at the default MaxReadRequestSize.
@@ -138,7 +144,7 @@ impl Fabric {
             ic,
             host: HOST,
             extra_one_way_ns: 0,
-            free_at_ns: vec![0; 8],
+            free_at_ns: vec![0; 10],
             queue: BinaryHeap::new(),
             scheduled: 0,
             jobs: Vec::new(),
@@ -189,6 +195,18 @@ impl Fabric {
             bytes_left: message.bytes,
         });
         self.start(at_ns, stages, Then::Head { msg });
+    }
+
+    /// Occupy `side`'s CPU (or its adapter's processor) for `ns` from `at_ns`: work
+    /// beside the messages, such as searching a queue when a receive is posted.
+    pub fn occupy(&mut self, at_ns: u64, side: Side, on_adapter: bool, ns: u64) {
+        assert!(at_ns >= self.now_ns, "occupied in the past");
+        let server = if on_adapter {
+            ADAPTER + side
+        } else {
+            CPU + side
+        };
+        self.start(at_ns, vec![Stage::Use { server, ns }], Then::Nothing);
     }
 
     /// The next delivery (time, message), running the fabric until there is one.
@@ -292,6 +310,7 @@ impl Fabric {
                 self.in_flight_bytes[side] -= bytes;
                 self.fill(side, now_ns);
             }
+            Then::Nothing => {}
         }
     }
 
@@ -401,6 +420,14 @@ impl Fabric {
             ns: self.ic.adapter_ns - self.ic.adapter_ns / 2
                 + self.context_ns(b, message.connection),
         }];
+        // An adapter that matches receives (MX) takes each arrival in turn, after any
+        // search it is running.
+        if self.ic.matching_in_adapter {
+            stages.push(Stage::Use {
+                server: ADAPTER + b,
+                ns: message.receiver_adapter_ns,
+            });
+        }
         if let Completion::Queue { entry_bytes } = message.completion {
             stages.push(Stage::Use {
                 server: self.bus(b, Way::Up),
@@ -462,6 +489,7 @@ mod tests {
             connection: 0,
             completion: Completion::PollMemory,
             work: HostWork::default(),
+            receiver_adapter_ns: 0,
             tag,
         }
     }

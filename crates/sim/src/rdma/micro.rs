@@ -58,6 +58,7 @@ impl Level for User {
                 connection,
                 completion,
                 work: HostWork::default(),
+                receiver_adapter_ns: 0,
                 tag: 0,
             },
         );
@@ -119,6 +120,8 @@ pub struct Setup {
     pub reuse_pct: u32,
     /// Non-matching entries in the posted-receive queue ahead of each match.
     pub queue_entries: u64,
+    /// Entries in the unexpected-message queue each posted receive searches first.
+    pub unexpected_entries: u64,
     /// One-way propagation between the switch ports (what-if distances).
     pub extra_one_way_ns: u64,
 }
@@ -131,6 +134,7 @@ impl Setup {
             connections: 1,
             reuse_pct: 100,
             queue_entries: 0,
+            unexpected_entries: 0,
             extra_one_way_ns: 0,
         }
     }
@@ -150,6 +154,7 @@ impl Setup {
         };
         let mut mpi = Mpi::new(fabric, lib);
         mpi.queue_entries = self.queue_entries;
+        mpi.unexpected_entries = self.unexpected_entries;
         Box::new(MpiLevel {
             mpi,
             sends: 0,

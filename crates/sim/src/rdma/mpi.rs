@@ -36,6 +36,7 @@ pub struct Mpi {
     pub fabric: Fabric,
     pub lib: MpiLibrary,
     pub queue_entries: u64,
+    pub unexpected_entries: u64,
     sends: Vec<Send>,
 }
 
@@ -45,6 +46,7 @@ impl Mpi {
             fabric,
             lib,
             queue_entries: 0,
+            unexpected_entries: 0,
             sends: Vec::new(),
         }
     }
@@ -66,8 +68,8 @@ impl Mpi {
     }
 
     /// Passing over the queue's non-matching entries (the match itself is part of the
-    /// fitted per-message times). In the adapter (MX) it delays the message, not the
-    /// host's CPU.
+    /// fitted per-message times). In the adapter (MX) it occupies the receiving
+    /// adapter's processor, not the host's CPU.
     fn match_ns(&self) -> u64 {
         self.queue_entries * self.fabric.ic.match_entry_ns
     }
@@ -88,7 +90,9 @@ impl Mpi {
         }
     }
 
-    /// Post `send` at `at_ns`.
+    /// Post `send` at `at_ns`. The sender then posts its next receive (a ping-pong's
+    /// order), searching the unexpected queue: on its CPU, or for MX in its adapter, so a
+    /// search longer than the message's flight delays the answer's completion.
     pub fn send(&mut self, at_ns: u64, send: Send) {
         let index = self.sends.len() as u64;
         self.sends.push(send);
@@ -110,6 +114,11 @@ impl Mpi {
             let header = self.lib.header_bytes.max(1);
             self.post(at_ns, send.from, header, work, index, Phase::Request);
         }
+        if self.unexpected_entries > 0 {
+            let ns = self.unexpected_entries * self.fabric.ic.match_entry_ns;
+            let on_adapter = self.fabric.ic.matching_in_adapter;
+            self.fabric.occupy(at_ns, send.from, on_adapter, ns);
+        }
     }
 
     fn post(
@@ -126,7 +135,7 @@ impl Mpi {
         } else {
             self.fabric.ic.user_completion
         };
-        let delay = if matches!(phase, Phase::Eager | Phase::Request) {
+        let receiver_adapter_ns = if matches!(phase, Phase::Eager | Phase::Request) {
             self.adapter_match_ns()
         } else {
             0
@@ -138,9 +147,10 @@ impl Mpi {
             connection: 0,
             completion,
             work,
+            receiver_adapter_ns,
             tag,
         };
-        self.fabric.post(at_ns + delay, message);
+        self.fabric.post(at_ns, message);
     }
 
     /// The next completed send (time at the receiver, the send), running the protocols.

@@ -182,7 +182,10 @@ pub fn reuse(ic: Interconnect) -> Vec<ReusePoint> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct QueuePoint {
     pub entries: u64,
+    /// With `entries` non-matching receives posted ahead of the match.
     pub latency_us: f64,
+    /// With `entries` unexpected messages queued, searched at each receive's posting.
+    pub unexpected_latency_us: f64,
 }
 
 pub const QUEUE_ENTRIES: [u64; 7] = [0, 10, 50, 100, 250, 500, 1000];
@@ -195,6 +198,14 @@ pub fn queue(ic: Interconnect, bytes: u64) -> Vec<QueuePoint> {
             latency_us: pingpong(
                 &Setup {
                     queue_entries: entries,
+                    ..Setup::mpi(ic)
+                },
+                bytes,
+            )
+            .latency_us,
+            unexpected_latency_us: pingpong(
+                &Setup {
+                    unexpected_entries: entries,
                     ..Setup::mpi(ic)
                 },
                 bytes,
