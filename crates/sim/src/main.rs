@@ -69,24 +69,8 @@ enum Command {
         /// Message size of the connections and queue sweeps and of `point`, bytes.
         #[arg(long, default_value_t = 1)]
         size: u64,
-        /// `point`: under MPI (the study's library for the interconnect) instead of verbs.
-        #[arg(long)]
-        mpi: bool,
-        /// `point`: connections the ping-pong rotates over.
-        #[arg(long, default_value_t = 1)]
-        connections: u32,
-        /// `point`: per cent of MPI sends whose buffers were registered before.
-        #[arg(long, default_value_t = 100)]
-        reuse_pct: u32,
-        /// `point`: non-matching entries in the posted-receive queue.
-        #[arg(long, default_value_t = 0)]
-        queue_entries: u64,
-        /// `point`: messages in the unexpected queue, searched at each receive's posting.
-        #[arg(long, default_value_t = 0)]
-        unexpected_entries: u64,
-        /// `point`: the round trip of a loop between the switch ports, ms (0: one room).
-        #[arg(long, default_value_t = 0.0)]
-        rtt_ms: f64,
+        #[command(flatten)]
+        knobs: RdmaKnobs,
     },
 }
 
@@ -310,12 +294,25 @@ fn print_json<T: serde::Serialize>(value: &T) {
 }
 
 /// The knobs of `longhaul-sim rdma point`.
+#[derive(clap::Args)]
 struct RdmaKnobs {
+    /// `point`: under MPI (the study's library for the interconnect) instead of verbs.
+    #[arg(long)]
     mpi: bool,
+    /// `point`: connections the ping-pong rotates over.
+    #[arg(long, default_value_t = 1)]
     connections: u32,
+    /// `point`: per cent of MPI sends whose buffers were registered before.
+    #[arg(long, default_value_t = 100)]
     reuse_pct: u32,
+    /// `point`: non-matching entries in the posted-receive queue.
+    #[arg(long, default_value_t = 0)]
     queue_entries: u64,
+    /// `point`: messages in the unexpected queue, searched at each receive's posting.
+    #[arg(long, default_value_t = 0)]
     unexpected_entries: u64,
+    /// `point`: the round trip of a loop between the switch ports, ms (0: one room).
+    #[arg(long, default_value_t = 0.0)]
     rtt_ms: f64,
 }
 
@@ -456,25 +453,8 @@ fn main() -> ExitCode {
             what,
             interconnect,
             size,
-            mpi,
-            connections,
-            reuse_pct,
-            queue_entries,
-            unexpected_entries,
-            rtt_ms,
-        } => match rdma_command(
-            &what,
-            &interconnect,
-            size,
-            &RdmaKnobs {
-                mpi,
-                connections,
-                reuse_pct,
-                queue_entries,
-                unexpected_entries,
-                rtt_ms,
-            },
-        ) {
+            knobs,
+        } => match rdma_command(&what, &interconnect, size, &knobs) {
             Ok(value) => print_json(&value),
             Err(message) => {
                 eprintln!("longhaul-sim: {message}");
