@@ -36,8 +36,10 @@ SWEEPS = ("connections", "logp", "reuse", "queue", "wan")
 
 
 def run(what: str, interconnect: str = "all", *args: str) -> dict[str, Any]:
-    """`longhaul-sim rdma WHAT`: profile, a sweep, point or fit, keyed by interconnect."""
-    return runner.run_rdma([what, "--interconnect", interconnect, *args])
+    """`longhaul-sim rdma WHAT`: profile, a sweep, point or fit, keyed by interconnect
+    (in the order of `INTERCONNECTS`)."""
+    found = runner.run_rdma([what, "--interconnect", interconnect, *args])
+    return {name: found[name] for name in INTERCONNECTS if name in found}
 
 
 @dataclass(frozen=True)
