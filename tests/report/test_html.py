@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from longhaul.measure.rows import COLUMNS, Row, Source
-from longhaul.report import write_report
+from longhaul.report import figures, write_report
 
 LENGTHS = (0.2, 1400.2, 6600.0, 8600.0)
 
@@ -203,3 +203,50 @@ def test_infiniband_runs_are_drawn_by_size_and_beside_tcp(frame, tmp_path):
     assert "Decrease per mile, TCP beside InfiniBand" in html
     # At 8 MB the throughput falls 1/60,000 Gb/s a mile: a DPM of 0.017 Mb/s per mile.
     assert "0.017" in html
+
+
+def rdma_lan(interconnect: str, size: int, latency_us: float, queue_entries: int = 0) -> Row:
+    """An rdma_lan run as the tool stores it (`sim.rdma.rdma_row_of`)."""
+    return Row(
+        campaign="rdma",
+        test="rdma_lan",
+        tool="rdma_lan",
+        source=Source.SIMULATED,
+        connection="machine room",
+        length_miles=0.0,
+        repetition=1,
+        started_at=datetime(2030, 1, 7, 9, tzinfo=UTC),
+        message_bytes=size,
+        variant=f"{interconnect} mpi",
+        throughput_gbps=size / latency_us * 8 / 1000,
+        rtt_ms=2 * latency_us / 1000,
+        extra={
+            "interconnect": interconnect,
+            "latency_us": latency_us,
+            "bandwidth_mb_s": size / latency_us,
+            "bothway_mb_s": 2 * size / latency_us,
+            "protocol": "eager",
+            "connections": 1,
+            "reuse_pct": 100,
+            "queue_entries": queue_entries,
+            "unexpected_entries": 0,
+        },
+    )
+
+
+def test_rdma_lan_runs_are_drawn_by_size_a_line_per_setting(tmp_path):
+    rows = [
+        rdma_lan(name, size, base + size / 900)
+        for name, base in (("iwarp", 11.7), ("ib", 4.8))
+        for size in (1, 4096, 1 << 20)
+    ]
+    rows.append(rdma_lan("ib", 1, 14.8, queue_entries=100))
+    frame = pd.DataFrame([r.as_dict() for r in rows], columns=list(COLUMNS))
+    page = write_report(frame, tmp_path, "rdma", reference=False)
+    names = {p.stem for p in page.parent.glob("*.png")}
+    assert {"rdma-lan-latency", "rdma-lan-bandwidth"} <= names
+    assert "RDMA LAN latency by message size" in page.read_text()
+    # A setting off its default names its own line.
+    latency = figures.rdma_lan_by_size(frame)[0].figure
+    labels = {t.get_text() for t in latency.axes[0].get_legend().get_texts()}
+    assert labels == {"ib mpi (room)", "ib mpi (room, queue_entries 100)", "iwarp mpi (room)"}

@@ -397,6 +397,64 @@ def _draw_series(axes: Axes, extra: dict[str, Any]) -> None:
     axes.grid(alpha=0.3)
 
 
+RDMA_LAN_KNOBS = {"connections": 1, "reuse_pct": 100, "queue_entries": 0, "unexpected_entries": 0}
+"""An rdma_lan row's settings besides interconnect, level and size, and their defaults
+(`sim.rdma.RdmaPoint`)."""
+
+
+def rdma_lan_by_size(frame: pd.DataFrame) -> list[Drawn]:
+    """The rdma_lan runs (the simulator's iWARP, InfiniBand and Myri-10G): latency and
+    ping-pong bandwidth against message size, a line per interconnect, level, place and
+    setting of the knobs."""
+    rows = frame[frame["test"] == "rdma_lan"]
+    if rows.empty:
+        return []
+    lines: dict[str, list[tuple[int, float, float]]] = {}
+    for _, row in rows.iterrows():
+        extra = row["extra"] or {}
+        knobs = ", ".join(
+            f"{k} {extra[k]}"
+            for k, default in RDMA_LAN_KNOBS.items()
+            if extra.get(k, default) != default
+        )
+        place = f"{miles_label(float(row['length_miles']))} mi" if row["length_miles"] else "room"
+        label = f"{row['variant']} ({place}{', ' + knobs if knobs else ''})"
+        point = (
+            int(row["message_bytes"]),
+            float(extra["latency_us"]),
+            float(extra["bandwidth_mb_s"]),
+        )
+        lines.setdefault(label, []).append(point)
+    drawn = []
+    for index, (what, unit) in enumerate((("latency", "µs"), ("bandwidth", "MB/s")), start=1):
+        figure = Figure(figsize=(7, 3.6), layout="constrained")
+        axes = figure.subplots()
+        for label, points in sorted(lines.items()):
+            points.sort()
+            axes.plot(
+                [p[0] for p in points],
+                [p[index] for p in points],
+                marker="o",
+                markersize=3,
+                label=label,
+            )
+        axes.set_xscale("log", base=2)
+        if what == "latency":
+            axes.set_yscale("log")
+        axes.set_xlabel("message size (bytes)")
+        axes.set_ylabel(f"{what} ({unit})")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=7)
+        caption = (
+            f"RDMA on a LAN: ping-pong {what} against message size (bandwidth: bytes over "
+            "half the round trip, 10^6 bytes/s), a line per interconnect and level, where "
+            f"the hosts were and the knobs set; source: {_sources(rows)}. `longhaul sim "
+            "rdma` explains the shapes from the models' mechanisms."
+        )
+        drawn.append(Drawn(f"rdma-lan-{what}", f"RDMA LAN {what} by message size", caption, figure))
+    return drawn
+
+
 def rtt_cdfs(frame: pd.DataFrame) -> Drawn | None:
     """Empirical CDFs of the round-trip samples above each run's least: ping (idle) per
     length, and the jitter suite's exchanges per length, variant and size."""
