@@ -1,0 +1,187 @@
+//! A set of u64 values kept as disjoint, non-adjacent half-open ranges (the shape of
+//! quinn's `range_set`): what the receiver has, what the sender must send again.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeSet {
+    /// start -> end, disjoint and never touching.
+    ranges: BTreeMap<u64, u64>,
+}
+
+impl RangeSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// How many values the set holds.
+    pub fn len(&self) -> u64 {
+        self.ranges.iter().map(|(s, e)| e - s).sum()
+    }
+
+    pub fn contains(&self, value: u64) -> bool {
+        self.ranges
+            .range(..=value)
+            .next_back()
+            .is_some_and(|(_, &end)| value < end)
+    }
+
+    /// Add `range`; true if any value in it was new.
+    pub fn insert(&mut self, range: Range<u64>) -> bool {
+        if range.is_empty() {
+            return false;
+        }
+        let (mut start, mut end) = (range.start, range.end);
+        let before = self.len_within(start, end);
+        // Merge with a range that starts at or before `start` and reaches it.
+        if let Some((&s, &e)) = self.ranges.range(..=start).next_back()
+            && e >= start
+        {
+            start = s;
+            end = end.max(e);
+            self.ranges.remove(&s);
+        }
+        // Swallow every range that starts inside [start, end].
+        while let Some((&s, &e)) = self.ranges.range(start..=end).next() {
+            end = end.max(e);
+            self.ranges.remove(&s);
+        }
+        self.ranges.insert(start, end);
+        before < range.end - range.start
+    }
+
+    /// Remove `range`.
+    pub fn remove(&mut self, range: Range<u64>) {
+        if range.is_empty() {
+            return;
+        }
+        let overlapping: Vec<(u64, u64)> = self
+            .ranges
+            .range(..range.end)
+            .rev()
+            .take_while(|(_, e)| **e > range.start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in overlapping {
+            self.ranges.remove(&s);
+            if s < range.start {
+                self.ranges.insert(s, range.start);
+            }
+            if e > range.end {
+                self.ranges.insert(range.end, e);
+            }
+        }
+    }
+
+    /// The lowest value, taken out of the set.
+    pub fn pop_min(&mut self) -> Option<u64> {
+        let (&s, &e) = self.ranges.iter().next()?;
+        self.ranges.remove(&s);
+        if s + 1 < e {
+            self.ranges.insert(s + 1, e);
+        }
+        Some(s)
+    }
+
+    pub fn min(&self) -> Option<u64> {
+        self.ranges.keys().next().copied()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.ranges.iter().map(|(&s, &e)| s..e)
+    }
+
+    /// The gaps of the set inside `0..end`: what is missing below `end`.
+    pub fn gaps_below(&self, end: u64) -> impl Iterator<Item = Range<u64>> + '_ {
+        let mut cursor = 0;
+        let mut ranges = self.ranges.iter();
+        std::iter::from_fn(move || {
+            loop {
+                if cursor >= end {
+                    return None;
+                }
+                let Some((&s, &e)) = ranges.next() else {
+                    let gap = cursor..end;
+                    cursor = end;
+                    return Some(gap);
+                };
+                let gap = cursor..s.min(end);
+                cursor = cursor.max(e);
+                if !gap.is_empty() {
+                    return Some(gap);
+                }
+            }
+        })
+    }
+
+    fn len_within(&self, start: u64, end: u64) -> u64 {
+        self.ranges
+            .iter()
+            .map(|(&s, &e)| e.min(end).saturating_sub(s.max(start)))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u64, u64),
+        Remove(u64, u64),
+        PopMin,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u64..200, 0u64..20).prop_map(|(s, n)| Op::Insert(s, s + n)),
+            (0u64..200, 0u64..20).prop_map(|(s, n)| Op::Remove(s, s + n)),
+            Just(Op::PopMin),
+        ]
+    }
+
+    proptest! {
+        /// The set behaves as a set of values, and its ranges stay disjoint and apart.
+        #[test]
+        fn agrees_with_a_set_of_values(ops in proptest::collection::vec(op(), 0..60)) {
+            let mut set = RangeSet::new();
+            let mut model = BTreeSet::new();
+            for op in ops {
+                match op {
+                    Op::Insert(s, e) => {
+                        let new = (s..e).any(|v| !model.contains(&v));
+                        prop_assert_eq!(set.insert(s..e), new);
+                        model.extend(s..e);
+                    }
+                    Op::Remove(s, e) => {
+                        set.remove(s..e);
+                        for v in s..e { model.remove(&v); }
+                    }
+                    Op::PopMin => {
+                        let expected = model.iter().next().copied();
+                        if let Some(v) = expected { model.remove(&v); }
+                        prop_assert_eq!(set.pop_min(), expected);
+                    }
+                }
+                let values: BTreeSet<u64> = set.iter().flatten().collect();
+                prop_assert_eq!(&values, &model);
+                prop_assert_eq!(set.len(), model.len() as u64);
+                let ranges: Vec<_> = set.iter().collect();
+                for pair in ranges.windows(2) {
+                    prop_assert!(pair[0].end < pair[1].start, "{:?}", ranges);
+                }
+                let gaps: BTreeSet<u64> = set.gaps_below(220).flatten().collect();
+                let missing: BTreeSet<u64> = (0..220).filter(|v| !model.contains(v)).collect();
+                prop_assert_eq!(gaps, missing);
+            }
+        }
+    }
+}

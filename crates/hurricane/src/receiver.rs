@@ -1,0 +1,363 @@
+//! The receiving side: store each new block once, report gaps in NACKs (as soon as k new
+//! blocks are missing; all open gaps again every two round trips and on FIN), and say
+//! DONE when every block is in.
+
+use crate::Transfer;
+use crate::range_set::RangeSet;
+use crate::wire::{self, Body, Datagram, MAX_NACK_RANGES, WireError};
+
+/// Where blocks go (a file, memory).
+pub trait BlockSink {
+    fn write(&mut self, block: u64, payload: &[u8]);
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    pub blocks: u64,
+    pub duplicates: u64,
+    /// Not made with this transfer's key: forged or corrupted.
+    pub forged: u64,
+    /// Another transfer's, or not Hurricane's.
+    pub stray: u64,
+    /// Authentic but not sensible: a block out of range, a wrong length, a kind only
+    /// the receiver sends.
+    pub malformed: u64,
+    pub nacks_sent: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// The gaps not reported yet.
+    NewGaps,
+    /// Every open gap from this block on (a NACK holds 64 ranges: more go in the next).
+    AllGaps {
+        from: u64,
+    },
+    Done,
+}
+
+pub struct Receiver {
+    transfer: Transfer,
+    /// k: new missing blocks that make a NACK.
+    nack_group: u64,
+    received: RangeSet,
+    /// One past the highest block seen (or every block, after FIN).
+    highest: u64,
+    reported: RangeSet,
+    new_missing: u64,
+    last_full_nack_ns: u64,
+    pending: Option<Pending>,
+    pub stats: ReceiverStats,
+}
+
+impl Receiver {
+    pub fn new(transfer: Transfer, nack_group: u32) -> Self {
+        Self {
+            transfer,
+            nack_group: u64::from(nack_group.max(1)),
+            received: RangeSet::new(),
+            highest: 0,
+            reported: RangeSet::new(),
+            new_missing: 0,
+            last_full_nack_ns: 0,
+            pending: None,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.received.len() == self.transfer.total_blocks()
+    }
+
+    /// The blocks held so far (what a resumed transfer starts from).
+    pub fn received(&self) -> &RangeSet {
+        &self.received
+    }
+
+    pub fn handle_datagram(&mut self, _now_ns: u64, bytes: &[u8], sink: &mut impl BlockSink) {
+        if wire::peek_transfer_id(bytes).is_some_and(|id| id != self.transfer.id) {
+            self.stats.stray += 1;
+            return;
+        }
+        let datagram = match wire::decode(&self.transfer.key, bytes) {
+            Ok(d) => d,
+            Err(WireError::Mac) => {
+                self.stats.forged += 1;
+                return;
+            }
+            Err(WireError::Magic) => {
+                self.stats.stray += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        match datagram.body {
+            Body::Data { block, payload } => self.data(block, payload, sink),
+            Body::Fin { total_blocks } if total_blocks == self.transfer.total_blocks() => {
+                self.highest = total_blocks;
+                self.pending = Some(if self.is_complete() {
+                    Pending::Done
+                } else {
+                    Pending::AllGaps { from: 0 }
+                });
+            }
+            _ => self.stats.malformed += 1,
+        }
+    }
+
+    fn data(&mut self, block: u64, payload: &[u8], sink: &mut impl BlockSink) {
+        if block >= self.transfer.total_blocks() || payload.len() != self.transfer.block_len(block)
+        {
+            self.stats.malformed += 1;
+            return;
+        }
+        if self.received.contains(block) {
+            self.stats.duplicates += 1;
+            return;
+        }
+        sink.write(block, payload);
+        self.received.insert(block..block + 1);
+        self.stats.blocks += 1;
+        if block >= self.highest {
+            self.new_missing += block - self.highest;
+            self.highest = block + 1;
+        }
+        if self.is_complete() {
+            self.pending = Some(Pending::Done);
+        } else if self.new_missing >= self.nack_group && self.pending.is_none() {
+            self.pending = Some(Pending::NewGaps);
+        }
+    }
+
+    /// The next control datagram (NACK or DONE), appended to `out`; its length.
+    pub fn poll_transmit(&mut self, now_ns: u64, out: &mut Vec<u8>) -> Option<usize> {
+        let pending = self.pending.take()?;
+        let start = out.len();
+        let body = match pending {
+            Pending::Done => Body::Done {
+                total_blocks: self.transfer.total_blocks(),
+            },
+            Pending::NewGaps | Pending::AllGaps { .. } => {
+                let (missing, more) = self.gaps_to_report(pending);
+                if missing.is_empty() {
+                    return None;
+                }
+                for range in &missing {
+                    self.reported.insert(range.clone());
+                }
+                self.new_missing = 0;
+                if let Pending::AllGaps { from: 0 } = pending {
+                    self.last_full_nack_ns = now_ns;
+                }
+                // What did not fit goes in the next NACK, at once.
+                self.pending = more.then(|| match pending {
+                    Pending::AllGaps { .. } => Pending::AllGaps {
+                        from: missing.last().map_or(0, |r| r.end),
+                    },
+                    _ => Pending::NewGaps,
+                });
+                self.stats.nacks_sent += 1;
+                Body::Nack {
+                    received_below: self.received_below(),
+                    missing,
+                }
+            }
+        };
+        let datagram = Datagram {
+            transfer_id: self.transfer.id,
+            body,
+        };
+        wire::encode(&self.transfer.key, &datagram, out);
+        Some(out.len() - start)
+    }
+
+    /// The ranges one NACK reports for `pending`, and whether more are left.
+    fn gaps_to_report(&self, pending: Pending) -> (Vec<std::ops::Range<u64>>, bool) {
+        let mut missing = Vec::new();
+        for gap in self.received.gaps_below(self.highest) {
+            let mut fresh = RangeSet::new();
+            if let Pending::AllGaps { from } = pending {
+                fresh.insert(gap.start.max(from)..gap.end.max(from));
+            } else {
+                fresh.insert(gap);
+                for seen in self.reported.iter() {
+                    fresh.remove(seen);
+                }
+            }
+            for range in fresh.iter() {
+                if missing.len() == MAX_NACK_RANGES {
+                    return (missing, true);
+                }
+                missing.push(range);
+            }
+        }
+        (missing, false)
+    }
+
+    /// Every block below this has arrived.
+    fn received_below(&self) -> u64 {
+        self.received
+            .gaps_below(u64::MAX)
+            .next()
+            .map_or(u64::MAX, |gap| gap.start)
+    }
+
+    /// Gaps left open two round trips after the last full NACK are reported again
+    /// (a lost retransmission).
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        if self.pending.is_none()
+            && !self.is_complete()
+            && self.received.gaps_below(self.highest).next().is_some()
+            && now_ns >= self.repeat_at_ns()
+        {
+            self.pending = Some(Pending::AllGaps { from: 0 });
+        }
+    }
+
+    fn repeat_at_ns(&self) -> u64 {
+        self.last_full_nack_ns + 2 * self.transfer.rtt_ns.max(1_000_000)
+    }
+
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if self.pending.is_some() {
+            return Some(0);
+        }
+        let open = !self.is_complete() && self.received.gaps_below(self.highest).next().is_some();
+        open.then(|| self.repeat_at_ns())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Key;
+
+    struct Discard;
+
+    impl BlockSink for Discard {
+        fn write(&mut self, _block: u64, _payload: &[u8]) {}
+    }
+
+    fn transfer() -> Transfer {
+        Transfer {
+            id: 1,
+            key: Key([1; 32]),
+            block_bytes: 4,
+            total_bytes: 4 * 300,
+            rate_ceiling_bps: 1_000_000_000,
+            rtt_ns: 1_000_000,
+        }
+    }
+
+    fn datagram(t: &Transfer, body: Body<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::encode(
+            &t.key,
+            &Datagram {
+                transfer_id: t.id,
+                body,
+            },
+            &mut out,
+        );
+        out
+    }
+
+    fn nacked(receiver: &mut Receiver, t: &Transfer) -> Vec<std::ops::Range<u64>> {
+        let mut all = Vec::new();
+        let mut out = Vec::new();
+        while receiver.poll_transmit(0, &mut out).is_some() {
+            let Body::Nack { missing, .. } = wire::decode(&t.key, &out).unwrap().body else {
+                panic!("a NACK");
+            };
+            assert!(missing.len() <= MAX_NACK_RANGES);
+            all.extend(missing);
+            out.clear();
+        }
+        all
+    }
+
+    #[test]
+    fn every_gap_is_reported_after_fin_however_many() {
+        let t = transfer();
+        let mut receiver = Receiver::new(t.clone(), 1_000);
+        for block in (0..300).step_by(2) {
+            let payload = [0u8; 4];
+            receiver.handle_datagram(
+                0,
+                &datagram(
+                    &t,
+                    Body::Data {
+                        block,
+                        payload: &payload,
+                    },
+                ),
+                &mut Discard,
+            );
+        }
+        assert_eq!(nacked(&mut receiver, &t), vec![]); // k = 1,000 not reached
+        receiver.handle_datagram(
+            0,
+            &datagram(&t, Body::Fin { total_blocks: 300 }),
+            &mut Discard,
+        );
+        let missing = nacked(&mut receiver, &t);
+        let expected: Vec<_> = (1..300).step_by(2).map(|b| b..b + 1).collect();
+        assert_eq!(missing, expected, "150 gaps in three NACKs");
+        assert_eq!(receiver.stats.nacks_sent, 3);
+    }
+
+    #[test]
+    fn k_new_missing_blocks_make_a_nack_of_the_new_gaps_only() {
+        let t = transfer();
+        let mut receiver = Receiver::new(t.clone(), 4);
+        let payload = [0u8; 4];
+        for block in [0, 2, 4] {
+            receiver.handle_datagram(
+                0,
+                &datagram(
+                    &t,
+                    Body::Data {
+                        block,
+                        payload: &payload,
+                    },
+                ),
+                &mut Discard,
+            );
+        }
+        assert_eq!(nacked(&mut receiver, &t), vec![]); // two missing: fewer than k
+        for block in [6, 8] {
+            receiver.handle_datagram(
+                0,
+                &datagram(
+                    &t,
+                    Body::Data {
+                        block,
+                        payload: &payload,
+                    },
+                ),
+                &mut Discard,
+            );
+        }
+        assert_eq!(nacked(&mut receiver, &t), vec![1..2, 3..4, 5..6, 7..8]);
+        for block in [10, 12, 14, 16] {
+            receiver.handle_datagram(
+                0,
+                &datagram(
+                    &t,
+                    Body::Data {
+                        block,
+                        payload: &payload,
+                    },
+                ),
+                &mut Discard,
+            );
+        }
+        assert_eq!(
+            nacked(&mut receiver, &t),
+            vec![9..10, 11..12, 13..14, 15..16]
+        );
+    }
+}

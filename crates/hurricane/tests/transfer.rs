@@ -1,0 +1,349 @@
+//! Whole transfers in virtual time over a link that loses, reorders, duplicates and
+//! corrupts datagrams: every byte arrives once and right, and the sender never exceeds
+//! the rate ceiling.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use hurricane::receiver::{BlockSink, Receiver};
+use hurricane::sender::{BlockSource, Pacing, Sender};
+use hurricane::wire::{self, Body, Datagram, Key};
+use hurricane::{IP_UDP_BYTES, Transfer};
+
+fn byte_of(block: u64, i: usize) -> u8 {
+    ((block.wrapping_mul(31) + i as u64) % 251) as u8
+}
+
+struct Pattern;
+
+impl BlockSource for Pattern {
+    fn read(&mut self, block: u64, buf: &mut [u8]) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = byte_of(block, i);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Store {
+    blocks: Vec<Option<Vec<u8>>>,
+    rewrites: u64,
+}
+
+impl BlockSink for Store {
+    fn write(&mut self, block: u64, payload: &[u8]) {
+        let at = block as usize;
+        if self.blocks.len() <= at {
+            self.blocks.resize(at + 1, None);
+        }
+        if self.blocks[at].is_some() {
+            self.rewrites += 1;
+        }
+        self.blocks[at] = Some(payload.to_vec());
+    }
+}
+
+/// A deterministic lossy, reordering, duplicating, corrupting link (both ways alike).
+#[derive(Clone, Copy)]
+struct Faults {
+    loss: f64,
+    duplicate: f64,
+    corrupt: f64,
+    /// Up to this much extra delay per datagram: reordering.
+    jitter_ns: u64,
+}
+
+const CLEAN: Faults = Faults {
+    loss: 0.0,
+    duplicate: 0.0,
+    corrupt: 0.0,
+    jitter_ns: 0,
+};
+
+/// (arrival, sequence, to the receiver?, bytes)
+type InFlight = (u64, u64, bool, Vec<u8>);
+
+struct Link {
+    one_way_ns: u64,
+    faults: Faults,
+    rng: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<InFlight>>,
+}
+
+impl Link {
+    fn random(&mut self) -> f64 {
+        // SplitMix64: deterministic and good enough to draw faults.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn send(&mut self, now_ns: u64, to_receiver: bool, mut bytes: Vec<u8>) {
+        if self.random() < self.faults.loss {
+            return;
+        }
+        if self.random() < self.faults.corrupt {
+            let last = bytes.len() - 1;
+            let at = (self.random() * bytes.len() as f64) as usize;
+            bytes[at.min(last)] ^= 0x10;
+        }
+        let copies = if self.random() < self.faults.duplicate {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let jitter = (self.random() * self.faults.jitter_ns as f64) as u64;
+            self.seq += 1;
+            self.queue.push(Reverse((
+                now_ns + self.one_way_ns + jitter,
+                self.seq,
+                to_receiver,
+                bytes.clone(),
+            )));
+        }
+    }
+}
+
+struct Outcome {
+    sender: Sender,
+    receiver: Receiver,
+    store: Store,
+    finished_ns: u64,
+    /// (time, IP bytes) of every datagram the sender sent.
+    sent: Vec<(u64, usize)>,
+}
+
+fn transfer(total_bytes: u64, rate_bps: u64, rtt_ns: u64) -> Transfer {
+    Transfer {
+        id: 42,
+        key: Key([3; 32]),
+        block_bytes: 8192,
+        total_bytes,
+        rate_ceiling_bps: rate_bps,
+        rtt_ns,
+    }
+}
+
+fn run(t: &Transfer, pacing: Pacing, k: u32, faults: Faults, inject: &[(u64, Vec<u8>)]) -> Outcome {
+    let mut sender = Sender::new(t.clone(), pacing);
+    let mut receiver = Receiver::new(t.clone(), k);
+    let mut link = Link {
+        one_way_ns: t.rtt_ns / 2,
+        faults,
+        rng: 7,
+        seq: 0,
+        queue: BinaryHeap::new(),
+    };
+    for (at, bytes) in inject {
+        link.seq += 1;
+        link.queue
+            .push(Reverse((*at, link.seq, true, bytes.clone())));
+        link.seq += 1;
+        link.queue
+            .push(Reverse((*at, link.seq, false, bytes.clone())));
+    }
+    let (mut store, mut source) = (Store::default(), Pattern);
+    let mut sent = Vec::new();
+    let mut now = 0;
+    let mut buf = Vec::new();
+    for _ in 0..10_000_000 {
+        while let Some(Reverse((at, _, _, _))) = link.queue.peek() {
+            if *at > now {
+                break;
+            }
+            let Reverse((_, _, to_receiver, bytes)) = link.queue.pop().unwrap();
+            if to_receiver {
+                receiver.handle_datagram(now, &bytes, &mut store);
+            } else {
+                sender.handle_datagram(now, &bytes);
+            }
+        }
+        receiver.handle_timeout(now);
+        sender.handle_timeout(now);
+        while receiver.poll_transmit(now, &mut buf).is_some() {
+            link.send(now, false, std::mem::take(&mut buf));
+        }
+        while let Some(len) = sender.poll_transmit(now, &mut source, &mut buf) {
+            sent.push((now, len + IP_UDP_BYTES));
+            link.send(now, true, std::mem::take(&mut buf));
+        }
+        if sender.is_done() {
+            return Outcome {
+                sender,
+                receiver,
+                store,
+                finished_ns: now,
+                sent,
+            };
+        }
+        let next = [
+            sender.poll_timeout(),
+            receiver.poll_timeout(),
+            link.queue.peek().map(|Reverse((at, ..))| *at),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|&at| at > now)
+        .min()
+        .expect("something is always pending until the sender is done");
+        now = next;
+    }
+    panic!("the transfer did not finish");
+}
+
+fn assert_intact(outcome: &Outcome, t: &Transfer) {
+    assert!(outcome.receiver.is_complete());
+    assert_eq!(outcome.store.blocks.len() as u64, t.total_blocks());
+    assert_eq!(outcome.store.rewrites, 0, "a block was written twice");
+    for (block, data) in outcome.store.blocks.iter().enumerate() {
+        let data = data.as_ref().expect("every block arrived");
+        assert_eq!(data.len(), t.block_len(block as u64));
+        assert!(
+            data.iter()
+                .enumerate()
+                .all(|(i, &b)| b == byte_of(block as u64, i)),
+            "block {block}"
+        );
+    }
+}
+
+/// The most IP bytes sent in any window of `window_ns`.
+fn peak_bytes(sent: &[(u64, usize)], window_ns: u64) -> usize {
+    let mut best = 0;
+    let mut start = 0;
+    let mut total = 0;
+    for (i, &(at, bytes)) in sent.iter().enumerate() {
+        total += bytes;
+        while sent[start].0 + window_ns <= at {
+            total -= sent[start].1;
+            start += 1;
+        }
+        let _ = i;
+        best = best.max(total);
+    }
+    best
+}
+
+const FAST: Pacing = Pacing {
+    burst_datagrams: 64,
+    idle_ns: 0,
+};
+
+#[test]
+fn a_clean_channel_is_filled_to_the_ceiling_without_a_resend() {
+    let t = transfer(64 << 20, 1_000_000_000, 26_800_000);
+    let out = run(&t, FAST, 16, CLEAN, &[]);
+    assert_intact(&out, &t);
+    assert_eq!(out.sender.stats.blocks_resent, 0);
+    assert_eq!(out.receiver.stats.nacks_sent, 0);
+    // Payload over the time to send it all and hear DONE: the ceiling less headers.
+    let ideal_s = (t.total_blocks() * (8192 + 37 + 28) as u64 * 8) as f64 / 1e9;
+    let took_s = out.finished_ns as f64 / 1e9;
+    assert!(
+        took_s < ideal_s + 2.0 * 0.0268 + 0.01,
+        "{took_s} vs {ideal_s}"
+    );
+}
+
+#[test]
+fn loss_reordering_duplication_and_corruption_lose_nothing() {
+    let faults = Faults {
+        loss: 0.02,
+        duplicate: 0.01,
+        corrupt: 0.005,
+        jitter_ns: 2_000_000,
+    };
+    let t = transfer(16 << 20, 1_000_000_000, 26_800_000);
+    let out = run(&t, FAST, 8, faults, &[]);
+    assert_intact(&out, &t);
+    assert!(out.sender.stats.blocks_resent > 0);
+    assert!(out.receiver.stats.duplicates > 0);
+    assert!(
+        out.receiver.stats.forged > 0,
+        "corrupted datagrams fail their MAC"
+    );
+}
+
+#[test]
+fn a_lost_retransmission_and_lost_fins_are_recovered() {
+    let faults = Faults { loss: 0.3, ..CLEAN };
+    let t = transfer(2 << 20, 1_000_000_000, 10_000_000);
+    let out = run(&t, FAST, 4, faults, &[]);
+    assert_intact(&out, &t);
+    assert!(out.sender.stats.fins_sent > 1);
+}
+
+#[test]
+fn the_sender_never_exceeds_the_rate_ceiling() {
+    for pacing in [
+        FAST,
+        Pacing {
+            burst_datagrams: 10,
+            idle_ns: 500_000,
+        },
+    ] {
+        let t = transfer(8 << 20, 500_000_000, 20_000_000);
+        let out = run(&t, pacing, 16, CLEAN, &[]);
+        for window_ns in [100_000u64, 1_000_000, 10_000_000] {
+            let allowed = (500_000_000 * window_ns / 8 / 1_000_000_000) as usize + 8192 + 37 + 28;
+            assert!(
+                peak_bytes(&out.sent, window_ns) <= allowed,
+                "{window_ns} ns"
+            );
+        }
+    }
+}
+
+#[test]
+fn w_c_datagrams_then_t_s_idle() {
+    let pacing = Pacing {
+        burst_datagrams: 10,
+        idle_ns: 1_000_000,
+    };
+    let t = transfer(4 << 20, 1_000_000_000, 20_000_000);
+    let out = run(&t, pacing, 16, CLEAN, &[]);
+    let data: Vec<u64> = out.sent.iter().map(|s| s.0).collect();
+    let gaps: Vec<u64> = data.windows(2).map(|w| w[1] - w[0]).collect();
+    let long = gaps.iter().filter(|&&g| g >= 1_000_000).count();
+    // 512 blocks in bursts of 10: a long gap after each burst but the last.
+    assert_eq!(long, 512 / 10, "{gaps:?}");
+}
+
+#[test]
+fn forged_and_stray_datagrams_are_counted_and_change_nothing() {
+    let t = transfer(4 << 20, 1_000_000_000, 20_000_000);
+    let mut inject = Vec::new();
+    let wrong_key = Key([9; 32]);
+    for i in 0..200u64 {
+        let mut forged = Vec::new();
+        let datagram = Datagram {
+            transfer_id: 42,
+            body: Body::Data {
+                block: i % 500,
+                payload: &[0xAA; 8192],
+            },
+        };
+        wire::encode(&wrong_key, &datagram, &mut forged);
+        inject.push((i * 50_000, forged));
+        let mut stray = Vec::new();
+        wire::encode(
+            &t.key,
+            &Datagram {
+                transfer_id: 7,
+                body: Body::Done { total_blocks: 512 },
+            },
+            &mut stray,
+        );
+        inject.push((i * 50_000 + 1, stray));
+        inject.push((i * 50_000 + 2, vec![i as u8; (i % 97) as usize]));
+    }
+    let out = run(&t, FAST, 16, CLEAN, &inject);
+    assert_intact(&out, &t);
+    assert_eq!(out.receiver.stats.forged, 200);
+    assert_eq!(out.receiver.stats.stray + out.receiver.stats.malformed, 400);
+    assert_eq!(out.sender.stats.refused, 600);
+}
