@@ -135,8 +135,9 @@ const ETHERNET_MIN_FRAME_BYTES: u64 = 64 + 20;
 const IWARP_FRAME_OVERHEAD_BYTES: u64 = 20 + 20 + 2 + 4 + 3 * 4 + 14;
 const IWARP_PAYLOAD_BYTES: u64 = 1500 - IWARP_FRAME_OVERHEAD_BYTES;
 
-/// Fujitsu XG700-CX4, the study's 10GigE switch: 450 ns port to port (Fujitsu XG700
-/// datasheet, cut-through), with 5 m of CX4 cable (25 ns) each side.
+/// Fujitsu XG700-CX4, the study's 10GigE switch: 450 ns port to port, cut-through
+/// (Fujitsu's announced figure, not checked against its datasheet here), with 5 m of CX4
+/// cable (25 ns) each side.
 const XG700_NS: u64 = 450 + 2 * 25;
 
 /// NetEffect `NE010e`: a PCIe x8 card whose iWARP engine sits on an internal 64-bit,
@@ -156,9 +157,9 @@ pub const IWARP: Interconnect = Interconnect {
         switch_ns: XG700_NS,
     },
     user_completion: Completion::PollMemory,
-    // Connection state lives in the card's 256 MB of DDR2 (NE010e product brief); how
-    // many connections its on-chip cache holds is not published: 64 is an assumption,
-    // and a miss reads the card's DDR2 (0.2 µs, assumption).
+    // Connection state lives in the card's 256 MB of DDR2 (the study's §4); how many
+    // connections its on-chip cache holds is not published: 64 is an assumption, and a
+    // miss reads the card's DDR2 (0.2 µs, assumption).
     context: ContextCache {
         entries: Some(64),
         miss_ns: 200,
@@ -190,14 +191,15 @@ pub const INFINIBAND: Interconnect = Interconnect {
         // One ACK per 64 packets, as the IB model's HCA (`ib::devices::Hca`, an assumption).
         ack_every_packets: 64,
         ack_bytes: (BASE_HEADER_BYTES + AETH_BYTES) as u64,
-        // InfiniScale III: "less than 200 ns" port to port (MTS2400 product brief), with
-        // 5 m of copper each side.
+        // InfiniScale III: under 200 ns port to port (Mellanox's announced figure, not
+        // checked against the MTS2400 datasheet here), with 5 m of copper each side.
         switch_ns: 200 + 2 * 25,
     },
     user_completion: Completion::PollMemory,
     // MemFree: QP context is cached on chip and fetched from host memory on a miss (a DMA
-    // read of a 256-byte context entry, mthca's qpc_entry_sz). How many the cache holds
-    // is not published: 32 is an assumption.
+    // read of one context entry: its size the firmware reports at run time, mthca's
+    // QUERY_DEV_LIM qpc_entry_sz in Linux 2.6.18, so 256 bytes is an assumption). How
+    // many the cache holds is not published: 32 is an assumption.
     context: ContextCache {
         entries: Some(32),
         miss_ns: HOST.dma_read_ns + 256 * 1_000_000_000 / 2_000_000_000,
