@@ -47,8 +47,8 @@ fi
 
 # The link emulator and the simulator: release builds (a debug emulator cannot keep up,
 # a debug simulator runs ten times slower).
-say "building longhaul-wan and longhaul-sim (cargo build --release)"
-cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim
+say "building longhaul-wan, longhaul-sim and hurricane (cargo build --release)"
+cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim -p hurricane
 
 # ns-3, only to measure its answers for `longhaul sim validate` again (make ns3-answers): Debian's libns3-dev and g++.
 if [ "${1:-}" = "--ns3" ] && [ ! -f /usr/include/ns3/core-module.h ]; then

@@ -7,8 +7,11 @@
 //! and the next deadline (`poll_transmit`, `poll_timeout`), as quinn-proto does.
 //!
 //! `wire` is the versioned, authenticated datagram format; `range_set` the sets of
-//! blocks; `sender` and `receiver` the two state machines.
+//! blocks; `sender` and `receiver` the two state machines; `control` the exchange over
+//! TCP that starts a transfer; `driver` the thin shell over real sockets.
 
+pub mod control;
+pub mod driver;
 pub mod range_set;
 pub mod receiver;
 pub mod sender;
