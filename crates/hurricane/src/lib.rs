@@ -8,13 +8,15 @@
 //!
 //! `wire` is the versioned, authenticated datagram format; `range_set` the sets of
 //! blocks; `sender` and `receiver` the two state machines; `control` the exchange over
-//! TCP that starts a transfer; `driver` the thin shell over real sockets.
+//! TCP that starts a transfer; `tuner` the search for T_s; `driver` the thin shell over
+//! real sockets.
 
 pub mod control;
 pub mod driver;
 pub mod range_set;
 pub mod receiver;
 pub mod sender;
+pub mod tuner;
 pub mod wire;
 
 /// What both ends agree on before the first datagram (the control exchange).

@@ -3,6 +3,7 @@
 //! each two round trips until the receiver says DONE.
 
 use crate::range_set::RangeSet;
+use crate::tuner::Tuner;
 use crate::wire::{self, Body, Datagram};
 use crate::{IP_UDP_BYTES, Transfer};
 
@@ -43,6 +44,8 @@ pub struct Sender {
     fin_at_ns: Option<u64>,
     done: bool,
     payload: Vec<u8>,
+    /// When set, it chooses T_s (the pacing's idle time is its start).
+    pub tuner: Option<Tuner>,
     pub stats: SenderStats,
 }
 
@@ -67,6 +70,7 @@ impl Sender {
             next_at_ns: 0,
             fin_at_ns: None,
             done: false,
+            tuner: None,
             stats: SenderStats::default(),
         }
     }
@@ -111,6 +115,9 @@ impl Sender {
                 },
             };
             wire::encode(&self.transfer.key, &datagram, out);
+            if let Some(tuner) = self.tuner.as_mut() {
+                tuner.on_sent(now_ns, out.len() - start);
+            }
         } else if self.fin_at_ns.is_none_or(|at| now_ns >= at) {
             let datagram = Datagram {
                 transfer_id: self.transfer.id,
@@ -151,7 +158,10 @@ impl Sender {
         self.burst_sent += 1;
         if self.burst_sent >= self.pacing.burst_datagrams {
             self.burst_sent = 0;
-            self.next_at_ns += self.pacing.idle_ns;
+            self.next_at_ns += self
+                .tuner
+                .as_ref()
+                .map_or(self.pacing.idle_ns, Tuner::idle_ns);
         }
     }
 
@@ -172,6 +182,7 @@ impl Sender {
             } => {
                 self.stats.nacks_received += 1;
                 self.received_below = self.received_below.max(received_below);
+                let queued = self.resend.len();
                 for range in missing {
                     // Only what was sent and is not known to have arrived.
                     let start = range.start.max(self.received_below);
@@ -179,6 +190,9 @@ impl Sender {
                     if start < end {
                         self.resend.insert(start..end);
                     }
+                }
+                if let Some(tuner) = self.tuner.as_mut() {
+                    tuner.on_nacked(now_ns, self.resend.len() - queued);
                 }
                 // A NACK after FIN means the receiver is listening: FIN again later.
                 if let Some(at) = self.fin_at_ns.as_mut() {

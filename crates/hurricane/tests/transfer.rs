@@ -7,6 +7,7 @@ use std::collections::BinaryHeap;
 
 use hurricane::receiver::{BlockSink, Receiver};
 use hurricane::sender::{BlockSource, Pacing, Sender};
+use hurricane::tuner::Tuner;
 use hurricane::wire::{self, Body, Datagram, Key};
 use hurricane::{IP_UDP_BYTES, Transfer};
 
@@ -63,9 +64,21 @@ const CLEAN: Faults = Faults {
 /// (arrival, sequence, to the receiver?, bytes)
 type InFlight = (u64, u64, bool, Vec<u8>);
 
+/// A receiving host slower than the channel: its socket buffer drains at `drain_bps` and
+/// drops what does not fit in `buffer_bytes` (datagrams arrive in order in these tests).
+#[derive(Clone, Copy)]
+struct SlowHost {
+    drain_bps: u64,
+    buffer_bytes: u64,
+}
+
 struct Link {
     one_way_ns: u64,
     faults: Faults,
+    host: Option<SlowHost>,
+    /// The host buffer's bytes at `host_at_ns`.
+    host_bytes: f64,
+    host_at_ns: u64,
     rng: u64,
     seq: u64,
     queue: BinaryHeap<Reverse<InFlight>>,
@@ -84,6 +97,16 @@ impl Link {
     fn send(&mut self, now_ns: u64, to_receiver: bool, mut bytes: Vec<u8>) {
         if self.random() < self.faults.loss {
             return;
+        }
+        if to_receiver && let Some(host) = self.host {
+            let arrival = now_ns + self.one_way_ns;
+            let drained = (arrival - self.host_at_ns) as f64 * host.drain_bps as f64 / 8e9;
+            self.host_bytes = (self.host_bytes - drained).max(0.0);
+            self.host_at_ns = arrival;
+            if self.host_bytes + bytes.len() as f64 > host.buffer_bytes as f64 {
+                return;
+            }
+            self.host_bytes += bytes.len() as f64;
         }
         if self.random() < self.faults.corrupt {
             let last = bytes.len() - 1;
@@ -129,11 +152,24 @@ fn transfer(total_bytes: u64, rate_bps: u64, rtt_ns: u64) -> Transfer {
 }
 
 fn run(t: &Transfer, pacing: Pacing, k: u32, faults: Faults, inject: &[(u64, Vec<u8>)]) -> Outcome {
-    let mut sender = Sender::new(t.clone(), pacing);
+    run_with(Sender::new(t.clone(), pacing), t, k, faults, None, inject)
+}
+
+fn run_with(
+    mut sender: Sender,
+    t: &Transfer,
+    k: u32,
+    faults: Faults,
+    host: Option<SlowHost>,
+    inject: &[(u64, Vec<u8>)],
+) -> Outcome {
     let mut receiver = Receiver::new(t.clone(), k);
     let mut link = Link {
         one_way_ns: t.rtt_ns / 2,
         faults,
+        host,
+        host_bytes: 0.0,
+        host_at_ns: 0,
         rng: 7,
         seq: 0,
         queue: BinaryHeap::new(),
@@ -235,7 +271,7 @@ const FAST: Pacing = Pacing {
 
 #[test]
 fn a_clean_channel_is_filled_to_the_ceiling_without_a_resend() {
-    let t = transfer(64 << 20, 1_000_000_000, 26_800_000);
+    let t = transfer(16 << 20, 1_000_000_000, 26_800_000);
     let out = run(&t, FAST, 16, CLEAN, &[]);
     assert_intact(&out, &t);
     assert_eq!(out.sender.stats.blocks_resent, 0);
@@ -346,4 +382,49 @@ fn forged_and_stray_datagrams_are_counted_and_change_nothing() {
     assert_eq!(out.receiver.stats.forged, 200);
     assert_eq!(out.receiver.stats.stray + out.receiver.stats.malformed, 400);
     assert_eq!(out.sender.stats.refused, 600);
+}
+
+#[test]
+fn the_tuner_finds_the_idle_time_a_slow_receiver_needs() {
+    // The channel takes 1 Gb/s, the receiving host 600 Mb/s with a 512 KB buffer.
+    let host = Some(SlowHost {
+        drain_bps: 600_000_000,
+        buffer_bytes: 512 << 10,
+    });
+    let t = transfer(128 << 20, 1_000_000_000, 20_000_000);
+    let untuned = run_with(Sender::new(t.clone(), FAST), &t, 16, CLEAN, host, &[]);
+    assert_intact(&untuned, &t);
+    // The search range: up to twice a burst's time at the ceiling (a third of the rate).
+    let burst_ns = 64 * (8192 + 37 + 28) * 8;
+    let mut sender = Sender::new(t.clone(), FAST);
+    sender.tuner = Some(Tuner::new(2 * burst_ns, t.rtt_ns));
+    let tuned = run_with(sender, &t, 16, CLEAN, host, &[]);
+    assert_intact(&tuned, &t);
+    let tuner = tuned.sender.tuner.as_ref().unwrap();
+    assert!(tuner.settled(), "{:?}", tuner.history);
+    // 600 of 1,000 Mb/s: an idle of about 2/3 of a burst after each burst.
+    let ideal_ns = burst_ns as f64 * (1.0 / 0.6 - 1.0);
+    let found_ns = tuner.idle_ns() as f64;
+    assert!(
+        (found_ns - ideal_ns).abs() < 0.25 * ideal_ns,
+        "{found_ns} vs {ideal_ns}: {:?}",
+        tuner.history
+    );
+    let (resent, untuned_resent) = (
+        tuned.sender.stats.blocks_resent,
+        untuned.sender.stats.blocks_resent,
+    );
+    println!(
+        "T_s found {found_ns:.0} ns (knee {ideal_ns:.0}); resent {resent} against \
+         {untuned_resent} untuned; finished at {} against {} ms",
+        tuned.finished_ns / 1_000_000,
+        untuned.finished_ns / 1_000_000
+    );
+    assert!(resent * 4 < untuned_resent, "{resent} vs {untuned_resent}");
+    assert!(
+        tuned.finished_ns <= untuned.finished_ns,
+        "{} vs {}",
+        tuned.finished_ns,
+        untuned.finished_ns
+    );
 }
