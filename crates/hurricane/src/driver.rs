@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::control::{self, ControlError, Offer};
 use crate::receiver::{BlockSink, Receiver, ReceiverStats};
 use crate::sender::{BlockSource, Pacing, Sender, SenderStats};
+use crate::tuner::Tuner;
 use crate::wire::Key;
 
 #[derive(Debug)]
@@ -67,6 +68,8 @@ pub struct SendOptions {
     pub rate_ceiling_bps: u64,
     pub pacing: Pacing,
     pub nack_group: u32,
+    /// Search T_s while sending (`tuner`), from `pacing.idle_ns`'s range.
+    pub tune: bool,
     pub deadline: Duration,
 }
 
@@ -75,6 +78,8 @@ pub struct Finished<S> {
     pub bytes: u64,
     pub seconds: f64,
     pub rtt_ns: u64,
+    /// The idle time the sender ended with (the tuner's choice when tuning).
+    pub idle_ns: u64,
     pub stats: S,
 }
 
@@ -127,6 +132,13 @@ pub fn send(
     socket.connect(SocketAddr::new(to.ip(), port))?;
     socket.set_nonblocking(true)?;
     let mut sender = Sender::new(offer.transfer(), options.pacing);
+    if options.tune {
+        // Up to twice a burst's time at the ceiling: down to a third of the rate.
+        let datagram_bits = u64::from(options.block_bytes) * 8 + 65 * 8;
+        let burst_ns = u64::from(options.pacing.burst_datagrams) * datagram_bits * 1_000_000_000
+            / options.rate_ceiling_bps;
+        sender.tuner = Some(Tuner::new(2 * burst_ns, rtt_ns));
+    }
     let clock = Instant::now();
     let (mut out, mut incoming) = (Vec::with_capacity(65_536), vec![0u8; 65_536]);
     while !sender.is_done() {
@@ -167,6 +179,10 @@ pub fn send(
         bytes: total_bytes,
         seconds: clock.elapsed().as_secs_f64(),
         rtt_ns,
+        idle_ns: sender
+            .tuner
+            .as_ref()
+            .map_or(options.pacing.idle_ns, Tuner::idle_ns),
         stats: sender.stats,
     })
 }
@@ -237,6 +253,7 @@ pub fn receive<S: BlockSink>(
         bytes: transfer.total_bytes,
         seconds: clock.elapsed().as_secs_f64(),
         rtt_ns: transfer.rtt_ns,
+        idle_ns: 0,
         stats: receiver.stats,
     };
     Ok((finished, sink))

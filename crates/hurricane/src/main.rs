@@ -55,6 +55,9 @@ enum Command {
         /// k: new missing blocks that make a NACK.
         #[arg(long, default_value_t = 16)]
         nack_group: u32,
+        /// Search T_s while sending (golden-section on goodput, up to twice a burst).
+        #[arg(long)]
+        tune: bool,
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 600.0)]
         timeout_s: f64,
@@ -94,6 +97,7 @@ fn run(command: Command) -> Result<serde_json::Value, String> {
             burst,
             idle_us,
             nack_group,
+            tune,
             timeout_s,
         } => {
             if !(rate_mbps.is_finite() && rate_mbps > 0.0) || burst == 0 || block_bytes == 0 {
@@ -110,6 +114,7 @@ fn run(command: Command) -> Result<serde_json::Value, String> {
                     idle_ns: (idle_us * 1e3) as u64,
                 },
                 nack_group,
+                tune,
                 deadline: seconds(timeout_s)?,
             };
             let mut source = PatternSource {
@@ -122,6 +127,7 @@ fn run(command: Command) -> Result<serde_json::Value, String> {
                 "seconds": done.seconds,
                 "goodput_gbps": done.bytes as f64 * 8.0 / done.seconds / 1e9,
                 "rtt_ms": done.rtt_ns as f64 / 1e6,
+                "idle_us": done.idle_ns as f64 / 1e3,
                 "datagrams_sent": s.datagrams_sent, "blocks_resent": s.blocks_resent,
                 "nacks_received": s.nacks_received, "fins_sent": s.fins_sent,
                 "refused": s.refused,

@@ -23,6 +23,7 @@ fn a_transfer_over_loopback_arrives_whole_at_the_rate_asked() {
             idle_ns: 0,
         },
         nack_group: 16,
+        tune: false,
         deadline: Duration::from_secs(30),
     };
     let sent = driver::send(to, total, &mut PatternSource { block_bytes: 8192 }, options).unwrap();
