@@ -7,10 +7,12 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
+use crate::IP_UDP_BYTES;
 use crate::control::{self, ControlError, Offer};
 use crate::receiver::{BlockSink, Receiver, ReceiverStats};
 use crate::sender::{BlockSource, Pacing, Sender, SenderStats};
 use crate::tuner::Tuner;
+use crate::wire::DATA_OVERHEAD_BYTES;
 use crate::wire::Key;
 
 #[derive(Debug)]
@@ -134,7 +136,8 @@ pub fn send(
     let mut sender = Sender::new(offer.transfer(), options.pacing);
     if options.tune {
         // Up to twice a burst's time at the ceiling: down to a third of the rate.
-        let datagram_bits = u64::from(options.block_bytes) * 8 + 65 * 8;
+        let datagram_bytes = options.block_bytes as usize + DATA_OVERHEAD_BYTES + IP_UDP_BYTES;
+        let datagram_bits = datagram_bytes as u64 * 8;
         let burst_ns = u64::from(options.pacing.burst_datagrams) * datagram_bits * 1_000_000_000
             / options.rate_ceiling_bps;
         sender.tuner = Some(Tuner::new(2 * burst_ns, rtt_ns));

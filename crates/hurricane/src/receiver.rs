@@ -265,6 +265,16 @@ mod tests {
         out
     }
 
+    /// A 4-byte block, as its DATA datagram.
+    fn deliver(receiver: &mut Receiver, t: &Transfer, block: u64) {
+        let payload = [0u8; 4];
+        let data = Body::Data {
+            block,
+            payload: &payload,
+        };
+        receiver.handle_datagram(0, &datagram(t, data), &mut Discard);
+    }
+
     fn nacked(receiver: &mut Receiver, t: &Transfer) -> Vec<std::ops::Range<u64>> {
         let mut all = Vec::new();
         let mut out = Vec::new();
@@ -284,18 +294,7 @@ mod tests {
         let t = transfer();
         let mut receiver = Receiver::new(t.clone(), 1_000);
         for block in (0..300).step_by(2) {
-            let payload = [0u8; 4];
-            receiver.handle_datagram(
-                0,
-                &datagram(
-                    &t,
-                    Body::Data {
-                        block,
-                        payload: &payload,
-                    },
-                ),
-                &mut Discard,
-            );
+            deliver(&mut receiver, &t, block);
         }
         assert_eq!(nacked(&mut receiver, &t), vec![]); // k = 1,000 not reached
         receiver.handle_datagram(
@@ -313,47 +312,16 @@ mod tests {
     fn k_new_missing_blocks_make_a_nack_of_the_new_gaps_only() {
         let t = transfer();
         let mut receiver = Receiver::new(t.clone(), 4);
-        let payload = [0u8; 4];
         for block in [0, 2, 4] {
-            receiver.handle_datagram(
-                0,
-                &datagram(
-                    &t,
-                    Body::Data {
-                        block,
-                        payload: &payload,
-                    },
-                ),
-                &mut Discard,
-            );
+            deliver(&mut receiver, &t, block);
         }
         assert_eq!(nacked(&mut receiver, &t), vec![]); // two missing: fewer than k
         for block in [6, 8] {
-            receiver.handle_datagram(
-                0,
-                &datagram(
-                    &t,
-                    Body::Data {
-                        block,
-                        payload: &payload,
-                    },
-                ),
-                &mut Discard,
-            );
+            deliver(&mut receiver, &t, block);
         }
         assert_eq!(nacked(&mut receiver, &t), vec![1..2, 3..4, 5..6, 7..8]);
         for block in [10, 12, 14, 16] {
-            receiver.handle_datagram(
-                0,
-                &datagram(
-                    &t,
-                    Body::Data {
-                        block,
-                        payload: &payload,
-                    },
-                ),
-                &mut Discard,
-            );
+            deliver(&mut receiver, &t, block);
         }
         assert_eq!(
             nacked(&mut receiver, &t),

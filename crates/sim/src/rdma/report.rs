@@ -74,11 +74,7 @@ pub fn profile(ic: Interconnect) -> Profile {
                 latency_us: p.latency_us,
                 bandwidth_mb_s: p.bandwidth_mb_s,
                 bothway_mb_s: bothway(&mpi_setup, bytes),
-                protocol: if bytes <= lib.eager_limit_bytes {
-                    "eager"
-                } else {
-                    "rendezvous"
-                },
+                protocol: protocol(Some(lib), bytes),
             }
         })
         .collect();
@@ -283,13 +279,17 @@ pub struct PointReport {
     pub protocol: &'static str,
 }
 
-pub fn point(setup: &Setup, bytes: u64) -> PointReport {
-    let p = pingpong(setup, bytes);
-    let protocol = match setup.mpi {
+/// How a message of `bytes` goes: `user` (no MPI), `eager` or `rendezvous`.
+fn protocol(mpi: Option<MpiLibrary>, bytes: u64) -> &'static str {
+    match mpi {
         None => "user",
         Some(lib) if bytes <= lib.eager_limit_bytes => "eager",
         Some(_) => "rendezvous",
-    };
+    }
+}
+
+pub fn point(setup: &Setup, bytes: u64) -> PointReport {
+    let p = pingpong(setup, bytes);
     PointReport {
         interconnect: setup.ic.name,
         mpi: setup.mpi.is_some(),
@@ -297,6 +297,6 @@ pub fn point(setup: &Setup, bytes: u64) -> PointReport {
         latency_us: p.latency_us,
         bandwidth_mb_s: p.bandwidth_mb_s,
         bothway_mb_s: bothway(setup, bytes),
-        protocol,
+        protocol: protocol(setup.mpi, bytes),
     }
 }
