@@ -34,11 +34,17 @@ for component in clippy rustfmt; do
 done
 
 # System packages the emulated testbed runs: iperf3 and ping between its hosts, and
-# iproute2 (ip netns). Installed when root; without root the testbed cannot run anyway.
+# iproute2 (ip netns); GridFTP's client and server and UDT4 (with g++ for its harness),
+# the peers the Hurricane benchmark is set against. Installed when root; without root the
+# testbed cannot run anyway.
 need=()
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v globus-url-copy >/dev/null 2>&1 || need+=(globus-gass-copy-progs)
+command -v globus-gridftp-server >/dev/null 2>&1 || need+=(globus-gridftp-server-progs)
+[ -f /usr/include/udt/udt.h ] || need+=(libudt-dev)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
     say "installing ${need[*]} (apt-get)"
     apt-get update -qq
@@ -49,6 +55,18 @@ fi
 # a debug simulator runs ten times slower).
 say "building longhaul-wan, longhaul-sim and hurricane (cargo build --release)"
 cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim -p hurricane
+
+# The UDT harness (UDT4 from libudt-dev), rebuilt when its source is newer than the binary.
+udt_harness=target/udt-harness/udt_harness
+if [ -f /usr/include/udt/udt.h ] && command -v g++ >/dev/null 2>&1; then
+    if [ ! -x "$udt_harness" ] || [ tools/udt-harness/udt_harness.cpp -nt "$udt_harness" ]; then
+        say "building the UDT harness (g++ -ludt)"
+        mkdir -p "$(dirname "$udt_harness")"
+        g++ -O2 -std=c++17 -Wall -Wextra -o "$udt_harness" tools/udt-harness/udt_harness.cpp -ludt -lpthread
+    fi
+else
+    say "skipping the UDT harness: libudt-dev and g++ are missing (run as root to install them)"
+fi
 
 # ns-3, only to measure its answers for `longhaul sim validate` again (make ns3-answers): Debian's libns3-dev and g++.
 if [ "${1:-}" = "--ns3" ] && [ ! -f /usr/include/ns3/core-module.h ]; then
