@@ -1,22 +1,44 @@
-//! The control exchange (over TCP, before the first datagram), version 1: the sender
-//! proposes the transfer, the receiver answers with the UDP port it listens on. Fixed
-//! layouts, big-endian, read whole or refused (docs/hurricane-wire.md).
+//! The control exchange (over TCP, before the first datagram), version 2: the sender
+//! proposes the transfer, the receiver answers with the UDP port it listens on and the
+//! blocks it already holds (a transfer taken up again). Big-endian, lengths checked
+//! before reading, read whole or refused (docs/hurricane-wire.md).
 //!
 //! ```text
-//! offer  (sender -> receiver, 76 bytes): "HUC" version u8, id u64, block_bytes u32,
-//!         total_bytes u64, rate_ceiling_bps u64, k u32, rtt_ns u64, key [u8; 32]
-//! answer (receiver -> sender, 6 bytes):  "HUC" version u8, udp_port u16
+//! offer  (sender -> receiver): "HUC" version u8, id u64, block_bytes u32,
+//!         total_bytes u64, rate_ceiling_bps u64, k u32, rtt_ns u64, key [u8; 32],
+//!         flags u8 (1: encrypt), name_len u16, name (UTF-8, a relative path; empty for
+//!         memory), and for a file: chunk_bytes u32, chunks u32, chunks x digest [u8; 32],
+//!         digest [u8; 32] (BLAKE3 of the chunk digests in order)
+//! answer (receiver -> sender): "HUC" version u8, udp_port u16, held u32,
+//!         held x (start u64, end u64): blocks already stored
+//! refusal (receiver -> sender): "HUC" version u8, 0 u16, len u16, reason (UTF-8)
 //! ```
 
 use std::io::{Read, Write};
 
 use crate::Transfer;
+use crate::range_set::RangeSet;
 use crate::wire::Key;
 
 pub const MAGIC: &[u8; 3] = b"HUC";
-pub const VERSION: u8 = 1;
-const OFFER_BYTES: usize = 3 + 1 + 8 + 4 + 8 + 8 + 4 + 8 + 32;
-const ANSWER_BYTES: usize = 3 + 1 + 2;
+pub const VERSION: u8 = 2;
+const FIXED_OFFER_BYTES: usize = 3 + 1 + 8 + 4 + 8 + 8 + 4 + 8 + 32 + 1 + 2;
+const ENCRYPT: u8 = 1;
+/// The most chunks one file may have (a 1 TB file in 16 MiB chunks fits).
+pub const MAX_CHUNKS: u32 = 1 << 20;
+/// The most held ranges an answer carries (more are simply sent again).
+pub const MAX_HELD_RANGES: usize = 1 << 16;
+
+/// What a receiver needs to check a file: BLAKE3 of every chunk of `chunk_bytes` (the
+/// last may be shorter) and of those digests in order (the file's digest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOffer {
+    /// Where the file goes, relative to the receiver's directory.
+    pub name: String,
+    pub chunk_bytes: u32,
+    pub chunk_digests: Vec<[u8; 32]>,
+    pub digest: [u8; 32],
+}
 
 /// What the sender proposes: the transfer, with the round trip it measured connecting,
 /// and the NACK group size k.
@@ -29,6 +51,8 @@ pub struct Offer {
     pub nack_group: u32,
     pub rtt_ns: u64,
     pub key: Key,
+    /// None: memory to memory.
+    pub file: Option<FileOffer>,
 }
 
 impl Offer {
@@ -52,6 +76,8 @@ pub enum ControlError {
     Version(u8),
     /// A field no transfer can have (a zero block size, a zero rate).
     Invalid(&'static str),
+    /// The receiver would not take the transfer, and said why.
+    Refused(String),
 }
 
 impl std::fmt::Display for ControlError {
@@ -61,9 +87,11 @@ impl std::fmt::Display for ControlError {
             ControlError::NotHurricane => f.write_str("the peer is not a Hurricane endpoint"),
             ControlError::Version(v) => write!(
                 f,
-                "the peer speaks control version {v}, this side {VERSION}"
+                "the peer speaks control version {v}, this side {VERSION}: use the same \
+                 hurricane release at both ends"
             ),
             ControlError::Invalid(what) => write!(f, "the offer is invalid: {what}"),
+            ControlError::Refused(why) => write!(f, "the receiver refused the transfer: {why}"),
         }
     }
 }
@@ -76,7 +104,9 @@ impl From<std::io::Error> for ControlError {
     }
 }
 
-fn header(bytes: &[u8]) -> Result<(), ControlError> {
+fn header(stream: &mut impl Read) -> Result<(), ControlError> {
+    let mut bytes = [0u8; 4];
+    stream.read_exact(&mut bytes)?;
     if &bytes[..3] != MAGIC {
         return Err(ControlError::NotHurricane);
     }
@@ -86,8 +116,26 @@ fn header(bytes: &[u8]) -> Result<(), ControlError> {
     Ok(())
 }
 
+fn read_array<const N: usize>(stream: &mut impl Read) -> Result<[u8; N], ControlError> {
+    let mut bytes = [0u8; N];
+    stream.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn read_u16(stream: &mut impl Read) -> Result<u16, ControlError> {
+    Ok(u16::from_be_bytes(read_array(stream)?))
+}
+
+fn read_u32(stream: &mut impl Read) -> Result<u32, ControlError> {
+    Ok(u32::from_be_bytes(read_array(stream)?))
+}
+
+fn read_u64(stream: &mut impl Read) -> Result<u64, ControlError> {
+    Ok(u64::from_be_bytes(read_array(stream)?))
+}
+
 pub fn write_offer(stream: &mut impl Write, offer: &Offer) -> Result<(), ControlError> {
-    let mut out = Vec::with_capacity(OFFER_BYTES);
+    let mut out = Vec::with_capacity(FIXED_OFFER_BYTES);
     out.extend_from_slice(MAGIC);
     out.push(VERSION);
     out.extend_from_slice(&offer.id.to_be_bytes());
@@ -96,25 +144,74 @@ pub fn write_offer(stream: &mut impl Write, offer: &Offer) -> Result<(), Control
     out.extend_from_slice(&offer.rate_ceiling_bps.to_be_bytes());
     out.extend_from_slice(&offer.nack_group.to_be_bytes());
     out.extend_from_slice(&offer.rtt_ns.to_be_bytes());
-    out.extend_from_slice(&offer.key.0);
+    out.extend_from_slice(offer.key.raw());
+    out.push(if offer.key.encrypt { ENCRYPT } else { 0 });
+    let name = offer.file.as_ref().map_or("", |f| f.name.as_str());
+    let name_len = u16::try_from(name.len())
+        .map_err(|_| ControlError::Invalid("a file name must be under 64 KiB"))?;
+    out.extend_from_slice(&name_len.to_be_bytes());
+    out.extend_from_slice(name.as_bytes());
+    if let Some(file) = &offer.file {
+        out.extend_from_slice(&file.chunk_bytes.to_be_bytes());
+        out.extend_from_slice(&(file.chunk_digests.len() as u32).to_be_bytes());
+        for digest in &file.chunk_digests {
+            out.extend_from_slice(digest);
+        }
+        out.extend_from_slice(&file.digest);
+    }
     stream.write_all(&out)?;
     Ok(stream.flush()?)
 }
 
 pub fn read_offer(stream: &mut impl Read) -> Result<Offer, ControlError> {
-    let mut bytes = [0u8; OFFER_BYTES];
-    stream.read_exact(&mut bytes)?;
-    header(&bytes)?;
-    let u64_at = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    let u32_at = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    header(stream)?;
+    let id = read_u64(stream)?;
+    let block_bytes = read_u32(stream)?;
+    let total_bytes = read_u64(stream)?;
+    let rate_ceiling_bps = read_u64(stream)?;
+    let nack_group = read_u32(stream)?;
+    let rtt_ns = read_u64(stream)?;
+    let raw_key = read_array::<32>(stream)?;
+    let flags = read_array::<1>(stream)?[0];
+    let name_len = usize::from(read_u16(stream)?);
+    let mut name = vec![0u8; name_len];
+    stream.read_exact(&mut name)?;
+    let file = if name.is_empty() {
+        None
+    } else {
+        let name = String::from_utf8(name)
+            .map_err(|_| ControlError::Invalid("the file name is not UTF-8"))?;
+        let chunk_bytes = read_u32(stream)?;
+        let chunks = read_u32(stream)?;
+        if chunks > MAX_CHUNKS || chunk_bytes == 0 {
+            return Err(ControlError::Invalid(
+                "too many chunks, or chunks of no bytes",
+            ));
+        }
+        if u64::from(chunks) != total_bytes.div_ceil(u64::from(chunk_bytes)) {
+            return Err(ControlError::Invalid(
+                "the chunk digests do not cover the file",
+            ));
+        }
+        let chunk_digests = (0..chunks)
+            .map(|_| read_array::<32>(stream))
+            .collect::<Result<_, _>>()?;
+        Some(FileOffer {
+            name,
+            chunk_bytes,
+            chunk_digests,
+            digest: read_array(stream)?,
+        })
+    };
     let offer = Offer {
-        id: u64_at(4),
-        block_bytes: u32_at(12),
-        total_bytes: u64_at(16),
-        rate_ceiling_bps: u64_at(24),
-        nack_group: u32_at(32),
-        rtt_ns: u64_at(36),
-        key: Key(bytes[44..76].try_into().expect("32 bytes")),
+        id,
+        block_bytes,
+        total_bytes,
+        rate_ceiling_bps,
+        nack_group,
+        rtt_ns,
+        key: Key::new(raw_key, flags & ENCRYPT != 0),
+        file,
     };
     if offer.block_bytes == 0 || offer.block_bytes > 65_000 {
         return Err(ControlError::Invalid("block size must be 1..65000 bytes"));
@@ -125,56 +222,155 @@ pub fn read_offer(stream: &mut impl Read) -> Result<Offer, ControlError> {
     Ok(offer)
 }
 
-pub fn write_answer(stream: &mut impl Write, udp_port: u16) -> Result<(), ControlError> {
+/// Accept: the UDP port, and the blocks already held (at most `MAX_HELD_RANGES` ranges:
+/// the rest are sent again, which costs time, never correctness).
+pub fn write_answer(
+    stream: &mut impl Write,
+    udp_port: u16,
+    held: &RangeSet,
+) -> Result<(), ControlError> {
+    assert!(udp_port != 0, "port 0 is the refusal");
     let mut out = MAGIC.to_vec();
     out.push(VERSION);
     out.extend_from_slice(&udp_port.to_be_bytes());
+    let ranges: Vec<_> = held.iter().take(MAX_HELD_RANGES).collect();
+    out.extend_from_slice(&(ranges.len() as u32).to_be_bytes());
+    for range in ranges {
+        out.extend_from_slice(&range.start.to_be_bytes());
+        out.extend_from_slice(&range.end.to_be_bytes());
+    }
     stream.write_all(&out)?;
     Ok(stream.flush()?)
 }
 
-pub fn read_answer(stream: &mut impl Read) -> Result<u16, ControlError> {
-    let mut bytes = [0u8; ANSWER_BYTES];
-    stream.read_exact(&mut bytes)?;
-    header(&bytes)?;
-    Ok(u16::from_be_bytes([bytes[4], bytes[5]]))
+/// Refuse, saying why (a full disk, a name outside the directory).
+pub fn write_refusal(stream: &mut impl Write, reason: &str) -> Result<(), ControlError> {
+    let mut out = MAGIC.to_vec();
+    out.push(VERSION);
+    out.extend_from_slice(&0u16.to_be_bytes());
+    let reason = &reason.as_bytes()[..reason.len().min(1024)];
+    out.extend_from_slice(&(reason.len() as u16).to_be_bytes());
+    out.extend_from_slice(reason);
+    stream.write_all(&out)?;
+    Ok(stream.flush()?)
+}
+
+/// The receiver's UDP port and the blocks it holds, or its refusal.
+pub fn read_answer(stream: &mut impl Read) -> Result<(u16, RangeSet), ControlError> {
+    header(stream)?;
+    let port = read_u16(stream)?;
+    if port == 0 {
+        let len = usize::from(read_u16(stream)?);
+        let mut reason = vec![0u8; len];
+        stream.read_exact(&mut reason)?;
+        return Err(ControlError::Refused(
+            String::from_utf8_lossy(&reason).into_owned(),
+        ));
+    }
+    let count = read_u32(stream)? as usize;
+    if count > MAX_HELD_RANGES {
+        return Err(ControlError::Invalid("too many held ranges"));
+    }
+    let mut held = RangeSet::new();
+    for _ in 0..count {
+        let (start, end) = (read_u64(stream)?, read_u64(stream)?);
+        if start >= end {
+            return Err(ControlError::Invalid("an empty held range"));
+        }
+        held.insert(start..end);
+    }
+    Ok((port, held))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    #[test]
-    fn an_offer_round_trips_and_nonsense_is_refused() {
-        let offer = Offer {
+    fn offer(file: Option<FileOffer>) -> Offer {
+        Offer {
             id: 5,
             block_bytes: 8192,
             total_bytes: 1 << 30,
             rate_ceiling_bps: 9_600_000_000,
             nack_group: 16,
             rtt_ns: 26_800_000,
-            key: Key([4; 32]),
+            key: Key::new([4; 32], true),
+            file,
+        }
+    }
+
+    #[test]
+    fn an_offer_round_trips_and_nonsense_is_refused() {
+        let file = FileOffer {
+            name: "dir/data.h5".into(),
+            chunk_bytes: 1 << 28,
+            chunk_digests: vec![[1; 32], [2; 32], [3; 32], [4; 32]],
+            digest: [9; 32],
+        };
+        for offer in [offer(None), offer(Some(file))] {
+            let mut bytes = Vec::new();
+            write_offer(&mut bytes, &offer).unwrap();
+            assert_eq!(read_offer(&mut bytes.as_slice()).unwrap(), offer);
+            assert!(matches!(
+                read_offer(&mut &bytes[..bytes.len() - 1]),
+                Err(ControlError::Io(_))
+            ));
+            let mut other = bytes.clone();
+            other[3] = 1;
+            assert!(matches!(
+                read_offer(&mut other.as_slice()),
+                Err(ControlError::Version(1))
+            ));
+            other[0] = b'G';
+            assert!(matches!(
+                read_offer(&mut other.as_slice()),
+                Err(ControlError::NotHurricane)
+            ));
+        }
+    }
+
+    #[test]
+    fn chunk_digests_that_do_not_cover_the_file_are_refused() {
+        let file = FileOffer {
+            name: "f".into(),
+            chunk_bytes: 1 << 28,
+            chunk_digests: vec![[1; 32]],
+            digest: [9; 32],
         };
         let mut bytes = Vec::new();
-        write_offer(&mut bytes, &offer).unwrap();
-        assert_eq!(read_offer(&mut bytes.as_slice()).unwrap(), offer);
+        write_offer(&mut bytes, &offer(Some(file))).unwrap();
         assert!(matches!(
-            read_offer(&mut &bytes[..10]),
-            Err(ControlError::Io(_))
+            read_offer(&mut bytes.as_slice()),
+            Err(ControlError::Invalid(_))
         ));
-        let mut other = bytes.clone();
-        other[3] = 2;
-        assert!(matches!(
-            read_offer(&mut other.as_slice()),
-            Err(ControlError::Version(2))
-        ));
-        other[0] = b'G';
-        assert!(matches!(
-            read_offer(&mut other.as_slice()),
-            Err(ControlError::NotHurricane)
-        ));
+    }
+
+    #[test]
+    fn answers_and_refusals_round_trip() {
+        let mut held = RangeSet::new();
+        held.insert(0..10);
+        held.insert(20..25);
         let mut answer = Vec::new();
-        write_answer(&mut answer, 7001).unwrap();
-        assert_eq!(read_answer(&mut answer.as_slice()).unwrap(), 7001);
+        write_answer(&mut answer, 7001, &held).unwrap();
+        assert_eq!(read_answer(&mut answer.as_slice()).unwrap(), (7001, held));
+        let mut refusal = Vec::new();
+        write_refusal(&mut refusal, "no space left on the device").unwrap();
+        let Err(ControlError::Refused(why)) = read_answer(&mut refusal.as_slice()) else {
+            panic!("a refusal");
+        };
+        assert_eq!(why, "no space left on the device");
+    }
+
+    proptest! {
+        /// Whatever a peer sends: an offer or an error, never a panic or a huge allocation.
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let mut bytes = MAGIC.to_vec();
+            bytes.push(VERSION);
+            bytes.extend_from_slice(&tail);
+            let _ = read_offer(&mut bytes.as_slice());
+            let _ = read_answer(&mut bytes.as_slice());
+        }
     }
 }

@@ -13,10 +13,14 @@
 
 pub mod control;
 pub mod driver;
+pub mod faults;
+pub mod files;
 pub mod range_set;
 pub mod receiver;
 pub mod sender;
 pub mod tuner;
+pub mod udp;
+pub mod virtual_time;
 pub mod wire;
 
 /// What both ends agree on before the first datagram (the control exchange).

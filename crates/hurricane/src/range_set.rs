@@ -8,6 +8,8 @@ use std::ops::Range;
 pub struct RangeSet {
     /// start -> end, disjoint and never touching.
     ranges: BTreeMap<u64, u64>,
+    /// How many values the ranges hold (kept, not summed: a lossy transfer has many).
+    count: u64,
 }
 
 impl RangeSet {
@@ -21,7 +23,16 @@ impl RangeSet {
 
     /// How many values the set holds.
     pub fn len(&self) -> u64 {
-        self.ranges.iter().map(|(s, e)| e - s).sum()
+        self.count
+    }
+
+    /// The range of the set that holds `value`, if any.
+    pub fn range_containing(&self, value: u64) -> Option<Range<u64>> {
+        self.ranges
+            .range(..=value)
+            .next_back()
+            .filter(|(_, end)| value < **end)
+            .map(|(&start, &end)| start..end)
     }
 
     pub fn contains(&self, value: u64) -> bool {
@@ -37,22 +48,26 @@ impl RangeSet {
             return false;
         }
         let (mut start, mut end) = (range.start, range.end);
-        let before = self.len_within(start, end);
+        let mut swallowed = 0;
         // Merge with a range that starts at or before `start` and reaches it.
         if let Some((&s, &e)) = self.ranges.range(..=start).next_back()
             && e >= start
         {
             start = s;
             end = end.max(e);
+            swallowed += e - s;
             self.ranges.remove(&s);
         }
         // Swallow every range that starts inside [start, end].
         while let Some((&s, &e)) = self.ranges.range(start..=end).next() {
             end = end.max(e);
+            swallowed += e - s;
             self.ranges.remove(&s);
         }
         self.ranges.insert(start, end);
-        before < range.end - range.start
+        let before = self.count;
+        self.count = self.count - swallowed + (end - start);
+        self.count > before
     }
 
     /// Remove `range`.
@@ -69,11 +84,14 @@ impl RangeSet {
             .collect();
         for (s, e) in overlapping {
             self.ranges.remove(&s);
+            self.count -= e - s;
             if s < range.start {
                 self.ranges.insert(s, range.start);
+                self.count += range.start - s;
             }
             if e > range.end {
                 self.ranges.insert(range.end, e);
+                self.count += e - range.end;
             }
         }
     }
@@ -85,6 +103,7 @@ impl RangeSet {
         if s + 1 < e {
             self.ranges.insert(s + 1, e);
         }
+        self.count -= 1;
         Some(s)
     }
 
@@ -117,13 +136,6 @@ impl RangeSet {
                 }
             }
         })
-    }
-
-    fn len_within(&self, start: u64, end: u64) -> u64 {
-        self.ranges
-            .iter()
-            .map(|(&s, &e)| e.min(end).saturating_sub(s.max(start)))
-            .sum()
     }
 }
 
@@ -181,6 +193,13 @@ mod tests {
                 let gaps: BTreeSet<u64> = set.gaps_below(220).flatten().collect();
                 let missing: BTreeSet<u64> = (0..220).filter(|v| !model.contains(v)).collect();
                 prop_assert_eq!(gaps, missing);
+                for value in 0..220 {
+                    let held = set.range_containing(value);
+                    prop_assert_eq!(held.is_some(), model.contains(&value));
+                    if let Some(held) = held {
+                        prop_assert!(held.contains(&value) && ranges.contains(&held));
+                    }
+                }
             }
         }
     }

@@ -47,6 +47,8 @@ pub struct Receiver {
     new_missing: u64,
     last_full_nack_ns: u64,
     pending: Option<Pending>,
+    /// Datagrams sent so far: the next one's packet number.
+    packets: u64,
     pub stats: ReceiverStats,
 }
 
@@ -61,7 +63,28 @@ impl Receiver {
             new_missing: 0,
             last_full_nack_ns: 0,
             pending: None,
+            packets: 0,
             stats: ReceiverStats::default(),
+        }
+    }
+
+    /// A transfer taken up again with `held` already stored (a durable map's).
+    pub fn resume(transfer: Transfer, nack_group: u32, held: RangeSet) -> Self {
+        let mut receiver = Self::new(transfer, nack_group);
+        receiver.highest = held
+            .gaps_below(u64::MAX)
+            .next()
+            .map_or(0, |first_gap| first_gap.start);
+        receiver.received = held;
+        receiver
+    }
+
+    /// Blocks found bad after they were stored (an integrity check failed): wanted again.
+    pub fn forget(&mut self, blocks: std::ops::Range<u64>) {
+        self.received.remove(blocks.clone());
+        self.reported.remove(blocks);
+        if self.pending == Some(Pending::Done) || self.pending.is_none() {
+            self.pending = Some(Pending::AllGaps { from: 0 });
         }
     }
 
@@ -74,7 +97,7 @@ impl Receiver {
         &self.received
     }
 
-    pub fn handle_datagram(&mut self, _now_ns: u64, bytes: &[u8], sink: &mut impl BlockSink) {
+    pub fn handle_datagram(&mut self, _now_ns: u64, bytes: &mut [u8], sink: &mut impl BlockSink) {
         if wire::peek_transfer_id(bytes).is_some_and(|id| id != self.transfer.id) {
             self.stats.stray += 1;
             return;
@@ -168,9 +191,11 @@ impl Receiver {
         };
         let datagram = Datagram {
             transfer_id: self.transfer.id,
+            packet: self.packets,
             body,
         };
         wire::encode(&self.transfer.key, &datagram, out);
+        self.packets += 1;
         Some(out.len() - start)
     }
 
@@ -244,7 +269,7 @@ mod tests {
     fn transfer() -> Transfer {
         Transfer {
             id: 1,
-            key: Key([1; 32]),
+            key: Key::new([1; 32], false),
             block_bytes: 4,
             total_bytes: 4 * 300,
             rate_ceiling_bps: 1_000_000_000,
@@ -258,6 +283,7 @@ mod tests {
             &t.key,
             &Datagram {
                 transfer_id: t.id,
+                packet: 0,
                 body,
             },
             &mut out,
@@ -272,14 +298,14 @@ mod tests {
             block,
             payload: &payload,
         };
-        receiver.handle_datagram(0, &datagram(t, data), &mut Discard);
+        receiver.handle_datagram(0, &mut datagram(t, data), &mut Discard);
     }
 
     fn nacked(receiver: &mut Receiver, t: &Transfer) -> Vec<std::ops::Range<u64>> {
         let mut all = Vec::new();
         let mut out = Vec::new();
         while receiver.poll_transmit(0, &mut out).is_some() {
-            let Body::Nack { missing, .. } = wire::decode(&t.key, &out).unwrap().body else {
+            let Body::Nack { missing, .. } = wire::decode(&t.key, &mut out).unwrap().body else {
                 panic!("a NACK");
             };
             assert!(missing.len() <= MAX_NACK_RANGES);
@@ -299,7 +325,7 @@ mod tests {
         assert_eq!(nacked(&mut receiver, &t), vec![]); // k = 1,000 not reached
         receiver.handle_datagram(
             0,
-            &datagram(&t, Body::Fin { total_blocks: 300 }),
+            &mut datagram(&t, Body::Fin { total_blocks: 300 }),
             &mut Discard,
         );
         let missing = nacked(&mut receiver, &t);

@@ -39,11 +39,18 @@ pub struct Sender {
     resend: RangeSet,
     received_below: u64,
     burst_sent: u32,
-    /// Earliest time the next datagram may leave.
+    /// When the next datagram is due on the schedule the ceiling and T_s make.
     next_at_ns: u64,
+    /// How far ahead of the schedule a datagram may leave (a driver that sends in
+    /// batches): the rate holds over any span longer than this.
+    early_ns: u64,
     fin_at_ns: Option<u64>,
     done: bool,
     payload: Vec<u8>,
+    /// Datagrams sent so far: the next one's packet number.
+    packets: u64,
+    /// Blocks the receiver already holds (a resumed transfer): never sent.
+    held: RangeSet,
     /// When set, it chooses T_s (the pacing's idle time is its start).
     pub tuner: Option<Tuner>,
     pub stats: SenderStats,
@@ -68,15 +75,42 @@ impl Sender {
             received_below: 0,
             burst_sent: 0,
             next_at_ns: 0,
+            early_ns: 0,
             fin_at_ns: None,
             done: false,
+            packets: 0,
+            held: RangeSet::new(),
             tuner: None,
             stats: SenderStats::default(),
         }
     }
 
+    /// A transfer taken up again: `held` are the blocks the receiver already has.
+    pub fn resume(transfer: Transfer, pacing: Pacing, held: RangeSet) -> Self {
+        let mut sender = Self::new(transfer, pacing);
+        sender.held = held;
+        sender
+    }
+
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Every block below this has arrived (as the receiver last said).
+    pub fn received_below(&self) -> u64 {
+        self.received_below
+    }
+
+    /// How far new blocks have gone (held ones count as gone).
+    pub fn new_blocks_sent(&self) -> u64 {
+        self.next_new
+    }
+
+    /// Let datagrams leave up to `early_ns` ahead of their time, so that a driver can
+    /// hand the kernel a batch at once; never more than that ahead, so never faster than
+    /// the ceiling over any longer span. A sender that fell behind does not catch up.
+    pub fn allow_early(&mut self, early_ns: u64) {
+        self.early_ns = early_ns;
     }
 
     pub fn pacing(&self) -> Pacing {
@@ -100,7 +134,7 @@ impl Sender {
         source: &mut impl BlockSource,
         out: &mut Vec<u8>,
     ) -> Option<usize> {
-        if self.done || now_ns < self.next_at_ns {
+        if self.done || now_ns + self.early_ns < self.next_at_ns {
             return None;
         }
         let start = out.len();
@@ -109,6 +143,7 @@ impl Sender {
             source.read(block, &mut self.payload[..len]);
             let datagram = Datagram {
                 transfer_id: self.transfer.id,
+                packet: self.packets,
                 body: Body::Data {
                     block,
                     payload: &self.payload[..len],
@@ -121,6 +156,7 @@ impl Sender {
         } else if self.fin_at_ns.is_none_or(|at| now_ns >= at) {
             let datagram = Datagram {
                 transfer_id: self.transfer.id,
+                packet: self.packets,
                 body: Body::Fin {
                     total_blocks: self.transfer.total_blocks(),
                 },
@@ -131,6 +167,7 @@ impl Sender {
         } else {
             return None;
         }
+        self.packets += 1;
         let len = out.len() - start;
         self.pace(now_ns, len);
         self.stats.datagrams_sent += 1;
@@ -144,6 +181,9 @@ impl Sender {
                 self.stats.blocks_resent += 1;
                 return Some(block);
             }
+        }
+        while let Some(held) = self.held.range_containing(self.next_new) {
+            self.next_new = held.end;
         }
         (self.next_new < self.transfer.total_blocks()).then(|| {
             self.next_new += 1;
@@ -166,7 +206,7 @@ impl Sender {
     }
 
     /// A datagram from the receiver.
-    pub fn handle_datagram(&mut self, now_ns: u64, bytes: &[u8]) {
+    pub fn handle_datagram(&mut self, now_ns: u64, bytes: &mut [u8]) {
         let Ok(datagram) = wire::decode(&self.transfer.key, bytes) else {
             self.stats.refused += 1;
             return;
@@ -206,6 +246,14 @@ impl Sender {
         }
     }
 
+    fn has_new_blocks(&self) -> bool {
+        let next = self
+            .held
+            .range_containing(self.next_new)
+            .map_or(self.next_new, |held| held.end);
+        next < self.transfer.total_blocks()
+    }
+
     /// Time passing: nothing but what `poll_transmit` checks; kept for the driver's loop.
     pub fn handle_timeout(&mut self, _now_ns: u64) {}
 
@@ -214,11 +262,15 @@ impl Sender {
         if self.done {
             return None;
         }
-        let work = !self.resend.is_empty() || self.next_new < self.transfer.total_blocks();
+        let work = !self.resend.is_empty() || self.has_new_blocks();
         if work {
-            Some(self.next_at_ns)
+            Some(self.next_at_ns.saturating_sub(self.early_ns))
         } else {
-            Some(self.next_at_ns.max(self.fin_at_ns.unwrap_or(0)))
+            Some(
+                self.next_at_ns
+                    .saturating_sub(self.early_ns)
+                    .max(self.fin_at_ns.unwrap_or(0)),
+            )
         }
     }
 }

@@ -2,14 +2,12 @@
 //! corrupts datagrams: every byte arrives once and right, and the sender never exceeds
 //! the rate ceiling.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use hurricane::Transfer;
 use hurricane::receiver::{BlockSink, Receiver};
 use hurricane::sender::{BlockSource, Pacing, Sender};
 use hurricane::tuner::Tuner;
-use hurricane::wire::{self, Body, Datagram, Key};
-use hurricane::{IP_UDP_BYTES, Transfer};
+use hurricane::virtual_time::{self, CLEAN, Faults, Link, SlowHost};
+use hurricane::wire::{self, Body, DATA_OVERHEAD_BYTES, Datagram, Key};
 
 fn byte_of(block: u64, i: usize) -> u8 {
     ((block.wrapping_mul(31) + i as u64) % 251) as u8
@@ -44,93 +42,6 @@ impl BlockSink for Store {
     }
 }
 
-/// A deterministic lossy, reordering, duplicating, corrupting link (both ways alike).
-#[derive(Clone, Copy)]
-struct Faults {
-    loss: f64,
-    duplicate: f64,
-    corrupt: f64,
-    /// Up to this much extra delay per datagram: reordering.
-    jitter_ns: u64,
-}
-
-const CLEAN: Faults = Faults {
-    loss: 0.0,
-    duplicate: 0.0,
-    corrupt: 0.0,
-    jitter_ns: 0,
-};
-
-/// (arrival, sequence, to the receiver?, bytes)
-type InFlight = (u64, u64, bool, Vec<u8>);
-
-/// A receiving host slower than the channel: its socket buffer drains at `drain_bps` and
-/// drops what does not fit in `buffer_bytes` (datagrams arrive in order in these tests).
-#[derive(Clone, Copy)]
-struct SlowHost {
-    drain_bps: u64,
-    buffer_bytes: u64,
-}
-
-struct Link {
-    one_way_ns: u64,
-    faults: Faults,
-    host: Option<SlowHost>,
-    /// The host buffer's bytes at `host_at_ns`.
-    host_bytes: f64,
-    host_at_ns: u64,
-    rng: u64,
-    seq: u64,
-    queue: BinaryHeap<Reverse<InFlight>>,
-}
-
-impl Link {
-    fn random(&mut self) -> f64 {
-        // SplitMix64: deterministic and good enough to draw faults.
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn send(&mut self, now_ns: u64, to_receiver: bool, mut bytes: Vec<u8>) {
-        if self.random() < self.faults.loss {
-            return;
-        }
-        if to_receiver && let Some(host) = self.host {
-            let arrival = now_ns + self.one_way_ns;
-            let drained = (arrival - self.host_at_ns) as f64 * host.drain_bps as f64 / 8e9;
-            self.host_bytes = (self.host_bytes - drained).max(0.0);
-            self.host_at_ns = arrival;
-            if self.host_bytes + bytes.len() as f64 > host.buffer_bytes as f64 {
-                return;
-            }
-            self.host_bytes += bytes.len() as f64;
-        }
-        if self.random() < self.faults.corrupt {
-            let last = bytes.len() - 1;
-            let at = (self.random() * bytes.len() as f64) as usize;
-            bytes[at.min(last)] ^= 0x10;
-        }
-        let copies = if self.random() < self.faults.duplicate {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let jitter = (self.random() * self.faults.jitter_ns as f64) as u64;
-            self.seq += 1;
-            self.queue.push(Reverse((
-                now_ns + self.one_way_ns + jitter,
-                self.seq,
-                to_receiver,
-                bytes.clone(),
-            )));
-        }
-    }
-}
-
 struct Outcome {
     sender: Sender,
     receiver: Receiver,
@@ -143,7 +54,7 @@ struct Outcome {
 fn transfer(total_bytes: u64, rate_bps: u64, rtt_ns: u64) -> Transfer {
     Transfer {
         id: 42,
-        key: Key([3; 32]),
+        key: Key::new([3; 32], false),
         block_bytes: 8192,
         total_bytes,
         rate_ceiling_bps: rate_bps,
@@ -164,71 +75,29 @@ fn run_with(
     inject: &[(u64, Vec<u8>)],
 ) -> Outcome {
     let mut receiver = Receiver::new(t.clone(), k);
-    let mut link = Link {
-        one_way_ns: t.rtt_ns / 2,
-        faults,
-        host,
-        host_bytes: 0.0,
-        host_at_ns: 0,
-        rng: 7,
-        seq: 0,
-        queue: BinaryHeap::new(),
-    };
+    let mut link = Link::new(t.rtt_ns, faults, host, 7);
     for (at, bytes) in inject {
-        link.seq += 1;
-        link.queue
-            .push(Reverse((*at, link.seq, true, bytes.clone())));
-        link.seq += 1;
-        link.queue
-            .push(Reverse((*at, link.seq, false, bytes.clone())));
+        link.inject(*at, true, bytes.clone());
+        link.inject(*at, false, bytes.clone());
     }
-    let (mut store, mut source) = (Store::default(), Pattern);
-    let mut sent = Vec::new();
-    let mut now = 0;
-    let mut buf = Vec::new();
-    for _ in 0..10_000_000 {
-        while let Some(Reverse((at, _, _, _))) = link.queue.peek() {
-            if *at > now {
-                break;
-            }
-            let Reverse((_, _, to_receiver, bytes)) = link.queue.pop().unwrap();
-            if to_receiver {
-                receiver.handle_datagram(now, &bytes, &mut store);
-            } else {
-                sender.handle_datagram(now, &bytes);
-            }
-        }
-        receiver.handle_timeout(now);
-        sender.handle_timeout(now);
-        while receiver.poll_transmit(now, &mut buf).is_some() {
-            link.send(now, false, std::mem::take(&mut buf));
-        }
-        while let Some(len) = sender.poll_transmit(now, &mut source, &mut buf) {
-            sent.push((now, len + IP_UDP_BYTES));
-            link.send(now, true, std::mem::take(&mut buf));
-        }
-        if sender.is_done() {
-            return Outcome {
-                sender,
-                receiver,
-                store,
-                finished_ns: now,
-                sent,
-            };
-        }
-        let next = [
-            sender.poll_timeout(),
-            receiver.poll_timeout(),
-            link.queue.peek().map(|Reverse((at, ..))| *at),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|&at| at > now)
-        .min()
-        .expect("something is always pending until the sender is done");
-        now = next;
+    let mut store = Store::default();
+    let ran = virtual_time::run(
+        &mut sender,
+        &mut receiver,
+        &mut Pattern,
+        &mut store,
+        &mut |_| Vec::new(),
+        &mut link,
+        0,
+        None,
+    );
+    Outcome {
+        sender,
+        receiver,
+        store,
+        finished_ns: ran.finished_ns.expect("finished"),
+        sent: ran.sent,
     }
-    panic!("the transfer did not finish");
 }
 
 fn assert_intact(outcome: &Outcome, t: &Transfer) {
@@ -292,6 +161,7 @@ fn loss_reordering_duplication_and_corruption_lose_nothing() {
         duplicate: 0.01,
         corrupt: 0.005,
         jitter_ns: 2_000_000,
+        ..CLEAN
     };
     let t = transfer(16 << 20, 1_000_000_000, 26_800_000);
     let out = run(&t, FAST, 8, faults, &[]);
@@ -353,11 +223,12 @@ fn w_c_datagrams_then_t_s_idle() {
 fn forged_and_stray_datagrams_are_counted_and_change_nothing() {
     let t = transfer(4 << 20, 1_000_000_000, 20_000_000);
     let mut inject = Vec::new();
-    let wrong_key = Key([9; 32]);
+    let wrong_key = Key::new([9; 32], false);
     for i in 0..200u64 {
         let mut forged = Vec::new();
         let datagram = Datagram {
             transfer_id: 42,
+            packet: i,
             body: Body::Data {
                 block: i % 500,
                 payload: &[0xAA; 8192],
@@ -370,6 +241,7 @@ fn forged_and_stray_datagrams_are_counted_and_change_nothing() {
             &t.key,
             &Datagram {
                 transfer_id: 7,
+                packet: i,
                 body: Body::Done { total_blocks: 512 },
             },
             &mut stray,
@@ -395,7 +267,7 @@ fn the_tuner_finds_the_idle_time_a_slow_receiver_needs() {
     let untuned = run_with(Sender::new(t.clone(), FAST), &t, 16, CLEAN, host, &[]);
     assert_intact(&untuned, &t);
     // The search range: up to twice a burst's time at the ceiling (a third of the rate).
-    let burst_ns = 64 * (8192 + 37 + 28) * 8;
+    let burst_ns = 64 * (8192 + DATA_OVERHEAD_BYTES as u64 + 28) * 8;
     let mut sender = Sender::new(t.clone(), FAST);
     sender.tuner = Some(Tuner::new(2 * burst_ns, t.rtt_ns));
     let tuned = run_with(sender, &t, 16, CLEAN, host, &[]);
