@@ -16,7 +16,7 @@ def test_a_second_benchmark_is_refused_while_one_holds_the_testbed(monkeypatch, 
     monkeypatch.setattr(wan, "LOCK", tmp_path / "bench.lock")
     with (tmp_path / "bench.lock").open("a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        with pytest.raises(TestbedError, match="wait for it to finish"), wan._own_testbed():
+        with pytest.raises(TestbedError, match="wait for it to finish"), wan.own_testbed():
             pytest.fail("a second testbed came up")
 
 

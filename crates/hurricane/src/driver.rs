@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::IP_UDP_BYTES;
 use crate::control::{self, ControlError, FileOffer, Offer};
+use crate::governor::Governor;
 use crate::range_set::RangeSet;
 use crate::receiver::{BlockSink, Receiver, ReceiverStats};
 use crate::sender::{BlockSource, Pacing, Sender, SenderStats};
@@ -82,6 +83,8 @@ pub struct SendOptions {
     pub tune: bool,
     /// Encrypt payloads (AES-256-GCM); they are authenticated either way.
     pub encrypt: bool,
+    /// Lower the rate while the far end loses more than 5 % (`governor`).
+    pub govern: bool,
     pub deadline: Duration,
 }
 
@@ -223,6 +226,9 @@ pub fn send(
             / options.rate_ceiling_bps;
         sender.tuner = Some(Tuner::new(2 * burst_ns, rtt_ns));
     }
+    if options.govern {
+        sender.governor = Some(Governor::new(rtt_ns));
+    }
     tighten_timer_slack();
     let segment_bytes = block_bytes as usize + DATA_OVERHEAD_BYTES;
     let batch_segments = (MAX_SEND_BYTES / segment_bytes).clamp(1, MAX_SEGMENTS);
@@ -230,11 +236,13 @@ pub fn send(
         / options.rate_ceiling_bps;
     // The sender wakes when two batches are due (104 µs apart at 9.6 Gb/s, 1 ms at
     // 1 Gb/s: each wake-up costs a context switch, a fifth of the sender's time when it
-    // woke for every batch) and may run ahead of its schedule by three batches or
-    // 250 µs, whichever is more: a sleep that overshoots (tens of µs on a virtual
-    // machine) costs no rate, and the rate holds over any span longer than that.
-    let early_ns = (3 * batch_ns).max(250_000);
-    sender.allow_early(early_ns);
+    // woke for every batch). It may run ahead of its schedule by three batches or 1 ms,
+    // whichever is more, so a sleep that overshoots costs nothing, and catch up on as
+    // much after a late wake-up. Catching up on more (a quarter of a round trip, up to
+    // 10 ms) was tried: at 9.6 Gb/s through an emulator sharing two cores, its bursts
+    // overflowed the emulator's queue in two runs of three.
+    let early_ns = (3 * batch_ns).max(1_000_000);
+    sender.allow_early(early_ns, early_ns);
     let (clock, cpu_at_start) = (Instant::now(), thread_cpu_s());
     let (mut batch, mut incoming) = (Vec::with_capacity(65_536), vec![0u8; 65_536]);
     let mut next_progress = Duration::ZERO;

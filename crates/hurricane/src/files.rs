@@ -94,6 +94,16 @@ impl Mapping {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(at), bytes.len()) };
     }
 
+    /// Fault every page in for writing now (`MADV_POPULATE_WRITE`, Linux 5.14), not one
+    /// fault per 4 KB page while datagrams arrive: on tmpfs that halved the receiver's
+    /// rate at 9.6 Gb/s. Where the kernel lacks it, pages fault in as written.
+    fn populate_for_writing(&self) {
+        if self.len > 0 {
+            // SAFETY: advice on the mapping made in `new`.
+            unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_POPULATE_WRITE) };
+        }
+    }
+
     /// Make `range` durable (`msync(MS_SYNC)`).
     fn sync(&self, range: std::ops::Range<usize>) -> io::Result<()> {
         if range.is_empty() {
@@ -360,6 +370,9 @@ impl FileSink {
             Mapping::new(&file, total_bytes as usize, true)
                 .map_err(|e| format!("cannot map {}: {e}", part.display()))?,
         );
+        if in_memory(&file) {
+            map.populate_for_writing();
+        }
         let chunk_blocks = u64::from(offer.chunk_bytes / block_bytes);
         let total_blocks = total_bytes.div_ceil(u64::from(block_bytes));
         let chunks = offer.chunk_digests.len();
@@ -532,6 +545,17 @@ impl Drop for FileSink {
         if let Some(checker) = self.checker.take() {
             let _ = checker.join();
         }
+    }
+}
+
+/// Whether `file` lives in memory (tmpfs), where faulting its pages in up front costs
+/// no I/O (on a disk it would write the whole file's pages back once more).
+fn in_memory(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatfs fills one statfs.
+    unsafe {
+        let mut stats: libc::statfs = std::mem::zeroed();
+        libc::fstatfs(file.as_raw_fd(), &raw mut stats) == 0 && stats.f_type == libc::TMPFS_MAGIC
     }
 }
 

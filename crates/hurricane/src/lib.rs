@@ -15,6 +15,7 @@ pub mod control;
 pub mod driver;
 pub mod faults;
 pub mod files;
+pub mod governor;
 pub mod range_set;
 pub mod receiver;
 pub mod sender;

@@ -73,6 +73,7 @@ struct RecvArgs {
 }
 
 #[derive(Args)]
+#[allow(clippy::struct_excessive_bools, reason = "command-line switches")]
 struct SendArgs {
     /// The receiver's control address.
     #[arg(long)]
@@ -104,6 +105,10 @@ struct SendArgs {
     /// Encrypt payloads (AES-256-GCM); they are authenticated either way.
     #[arg(long)]
     encrypt: bool,
+    /// Keep the full rate even while the far end loses more than 5 % of the datagrams
+    /// (by default the rate comes down by 10 % a step, and goes back up once calm).
+    #[arg(long)]
+    no_governor: bool,
     /// Show a progress bar on standard error (the default on a terminal).
     #[arg(long)]
     progress: bool,
@@ -216,6 +221,7 @@ fn options(args: &SendArgs) -> Result<SendOptions, String> {
         nack_group: args.nack_group,
         tune: args.tune,
         encrypt: args.encrypt,
+        govern: !args.no_governor,
         deadline: seconds(args.timeout_s)?,
     })
 }

@@ -115,6 +115,26 @@ impl RangeSet {
         self.ranges.iter().map(|(&s, &e)| s..e)
     }
 
+    /// The parts of `range` the set does not hold, in order.
+    pub fn gaps_within(&self, range: Range<u64>) -> Vec<Range<u64>> {
+        let mut gaps = Vec::new();
+        let mut cursor = range.start;
+        // A held range that starts before `range` may reach into it.
+        if let Some((_, &end)) = self.ranges.range(..=range.start).next_back() {
+            cursor = cursor.max(end.min(range.end));
+        }
+        for (&start, &end) in self.ranges.range(range.start..range.end) {
+            if start > cursor {
+                gaps.push(cursor..start);
+            }
+            cursor = cursor.max(end.min(range.end));
+        }
+        if cursor < range.end {
+            gaps.push(cursor..range.end);
+        }
+        gaps
+    }
+
     /// The gaps of the set inside `0..end`: what is missing below `end`.
     pub fn gaps_below(&self, end: u64) -> impl Iterator<Item = Range<u64>> + '_ {
         let mut cursor = 0;
@@ -193,6 +213,11 @@ mod tests {
                 let gaps: BTreeSet<u64> = set.gaps_below(220).flatten().collect();
                 let missing: BTreeSet<u64> = (0..220).filter(|v| !model.contains(v)).collect();
                 prop_assert_eq!(gaps, missing);
+                for (start, len) in [(0u64, 220u64), (5, 17), (30, 1), (100, 60)] {
+                    let gaps: BTreeSet<u64> = set.gaps_within(start..start + len).into_iter().flatten().collect();
+                    let expected: BTreeSet<u64> = (start..start + len).filter(|v| !model.contains(v)).collect();
+                    prop_assert_eq!(gaps, expected);
+                }
                 for value in 0..220 {
                     let held = set.range_containing(value);
                     prop_assert_eq!(held.is_some(), model.contains(&value));

@@ -49,6 +49,8 @@ pub struct Receiver {
     pending: Option<Pending>,
     /// Datagrams sent so far: the next one's packet number.
     packets: u64,
+    /// The highest packet number had from the sender (echoed in NACKs).
+    echo: u64,
     pub stats: ReceiverStats,
 }
 
@@ -64,6 +66,7 @@ impl Receiver {
             last_full_nack_ns: 0,
             pending: None,
             packets: 0,
+            echo: 0,
             stats: ReceiverStats::default(),
         }
     }
@@ -117,6 +120,7 @@ impl Receiver {
                 return;
             }
         };
+        self.echo = self.echo.max(datagram.packet);
         match datagram.body {
             Body::Data { block, payload } => self.data(block, payload, sink),
             Body::Fin { total_blocks } if total_blocks == self.transfer.total_blocks() => {
@@ -185,6 +189,7 @@ impl Receiver {
                 self.stats.nacks_sent += 1;
                 Body::Nack {
                     received_below: self.received_below(),
+                    echo: self.echo,
                     missing,
                 }
             }

@@ -2,6 +2,10 @@
 //! T_s idle, never faster than the rate ceiling; FIN when every block went once, again
 //! each two round trips until the receiver says DONE.
 
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use crate::governor::Governor;
 use crate::range_set::RangeSet;
 use crate::tuner::Tuner;
 use crate::wire::{self, Body, Datagram};
@@ -42,8 +46,11 @@ pub struct Sender {
     /// When the next datagram is due on the schedule the ceiling and T_s make.
     next_at_ns: u64,
     /// How far ahead of the schedule a datagram may leave (a driver that sends in
-    /// batches): the rate holds over any span longer than this.
+    /// batches).
     early_ns: u64,
+    /// How far behind the schedule the sender may fall and still catch up (a late
+    /// wake-up, a busy core); beyond it, time lost is lost.
+    catch_up_ns: u64,
     fin_at_ns: Option<u64>,
     done: bool,
     payload: Vec<u8>,
@@ -51,8 +58,21 @@ pub struct Sender {
     packets: u64,
     /// Blocks the receiver already holds (a resumed transfer): never sent.
     held: RangeSet,
+    /// Blocks sent again less than a round trip ago: a NACK naming them was written
+    /// before they could arrive (a queue in the path stretches the round trip), so it
+    /// does not send them once more.
+    guarded: RangeSet,
+    /// (when, blocks) of those resends, oldest first, to let them go.
+    guard_log: VecDeque<(u64, Range<u64>)>,
+    /// (packet number, when sent) of every 16th datagram: the round trip, from the
+    /// packet number a NACK echoes.
+    sent_log: VecDeque<(u64, u64)>,
+    /// The round trip as the NACKs show it now (queueing included).
+    rtt_now_ns: u64,
     /// When set, it chooses T_s (the pacing's idle time is its start).
     pub tuner: Option<Tuner>,
+    /// When set, it lowers the rate under heavy loss and gives it back after.
+    pub governor: Option<Governor>,
     pub stats: SenderStats,
 }
 
@@ -66,6 +86,7 @@ impl Sender {
             transfer.rate_ceiling_bps > 0,
             "a transfer needs a rate ceiling"
         );
+        let rtt_now_ns = transfer.rtt_ns;
         Self {
             payload: vec![0; transfer.block_bytes as usize],
             transfer,
@@ -76,11 +97,17 @@ impl Sender {
             burst_sent: 0,
             next_at_ns: 0,
             early_ns: 0,
+            catch_up_ns: 0,
             fin_at_ns: None,
             done: false,
             packets: 0,
             held: RangeSet::new(),
+            guarded: RangeSet::new(),
+            guard_log: VecDeque::new(),
+            sent_log: VecDeque::new(),
+            rtt_now_ns,
             tuner: None,
+            governor: None,
             stats: SenderStats::default(),
         }
     }
@@ -107,10 +134,11 @@ impl Sender {
     }
 
     /// Let datagrams leave up to `early_ns` ahead of their time, so that a driver can
-    /// hand the kernel a batch at once; never more than that ahead, so never faster than
-    /// the ceiling over any longer span. A sender that fell behind does not catch up.
-    pub fn allow_early(&mut self, early_ns: u64) {
+    /// hand the kernel a batch at once, and catch up on up to `catch_up_ns` lost to a
+    /// late wake-up: never faster than the ceiling over any span longer than their sum.
+    pub fn allow_early(&mut self, early_ns: u64, catch_up_ns: u64) {
         self.early_ns = early_ns;
+        self.catch_up_ns = catch_up_ns;
     }
 
     pub fn pacing(&self) -> Pacing {
@@ -138,7 +166,8 @@ impl Sender {
             return None;
         }
         let start = out.len();
-        if let Some(block) = self.next_block() {
+        self.release_guards(now_ns);
+        if let Some(block) = self.next_block(now_ns) {
             let len = self.transfer.block_len(block);
             source.read(block, &mut self.payload[..len]);
             let datagram = Datagram {
@@ -152,6 +181,9 @@ impl Sender {
             wire::encode(&self.transfer.key, &datagram, out);
             if let Some(tuner) = self.tuner.as_mut() {
                 tuner.on_sent(now_ns, out.len() - start);
+            }
+            if let Some(governor) = self.governor.as_mut() {
+                governor.on_sent(now_ns);
             }
         } else if self.fin_at_ns.is_none_or(|at| now_ns >= at) {
             let datagram = Datagram {
@@ -167,6 +199,9 @@ impl Sender {
         } else {
             return None;
         }
+        if self.packets % 16 == 0 {
+            self.sent_log.push_back((self.packets, now_ns));
+        }
         self.packets += 1;
         let len = out.len() - start;
         self.pace(now_ns, len);
@@ -175,10 +210,11 @@ impl Sender {
     }
 
     /// A NACKed block first (lowest first), else the next new one.
-    fn next_block(&mut self) -> Option<u64> {
+    fn next_block(&mut self, now_ns: u64) -> Option<u64> {
         while let Some(block) = self.resend.pop_min() {
             if block >= self.received_below {
                 self.stats.blocks_resent += 1;
+                self.guard(now_ns, block);
                 return Some(block);
             }
         }
@@ -193,8 +229,12 @@ impl Sender {
 
     fn pace(&mut self, now_ns: u64, len: usize) {
         let wire_bits = ((len + IP_UDP_BYTES) * 8) as u64;
-        let spacing_ns = (wire_bits * 1_000_000_000).div_ceil(self.transfer.rate_ceiling_bps);
-        self.next_at_ns = self.next_at_ns.max(now_ns) + spacing_ns;
+        let scale = self.governor.as_ref().map_or(1.0, Governor::scale);
+        let rate_bps = (self.transfer.rate_ceiling_bps as f64 * scale) as u64;
+        let spacing_ns = (wire_bits * 1_000_000_000).div_ceil(rate_bps.max(1));
+        // Behind the schedule (a late wake-up), the sender catches up by at most
+        // `catch_up_ns`: what it lost beyond that is lost, never sent as a burst.
+        self.next_at_ns = self.next_at_ns.max(now_ns.saturating_sub(self.catch_up_ns)) + spacing_ns;
         self.burst_sent += 1;
         if self.burst_sent >= self.pacing.burst_datagrams {
             self.burst_sent = 0;
@@ -218,21 +258,31 @@ impl Sender {
         match datagram.body {
             Body::Nack {
                 received_below,
+                echo,
                 missing,
             } => {
                 self.stats.nacks_received += 1;
                 self.received_below = self.received_below.max(received_below);
+                self.sample_rtt(now_ns, echo);
+                self.release_guards(now_ns);
                 let queued = self.resend.len();
                 for range in missing {
-                    // Only what was sent and is not known to have arrived.
+                    // Only what was sent, is not known to have arrived, and was not
+                    // just sent again.
                     let start = range.start.max(self.received_below);
                     let end = range.end.min(self.next_new);
                     if start < end {
-                        self.resend.insert(start..end);
+                        for gap in self.guarded.gaps_within(start..end) {
+                            self.resend.insert(gap);
+                        }
                     }
                 }
+                let newly = self.resend.len() - queued;
                 if let Some(tuner) = self.tuner.as_mut() {
-                    tuner.on_nacked(now_ns, self.resend.len() - queued);
+                    tuner.on_nacked(now_ns, newly);
+                }
+                if let Some(governor) = self.governor.as_mut() {
+                    governor.on_nacked(now_ns, newly);
                 }
                 // A NACK after FIN means the receiver is listening: FIN again later.
                 if let Some(at) = self.fin_at_ns.as_mut() {
@@ -243,6 +293,47 @@ impl Sender {
                 self.done = true;
             }
             _ => self.stats.refused += 1,
+        }
+    }
+
+    /// A round-trip sample from the newest logged datagram the receiver had had when
+    /// it wrote its NACK; the estimate follows a rise at once and a fall slowly.
+    fn sample_rtt(&mut self, now_ns: u64, echo: u64) {
+        let mut newest = None;
+        while self
+            .sent_log
+            .front()
+            .is_some_and(|&(packet, _)| packet <= echo)
+        {
+            newest = self.sent_log.pop_front();
+        }
+        if let Some((_, sent_ns)) = newest {
+            let sample = now_ns.saturating_sub(sent_ns);
+            self.rtt_now_ns = sample.max((7 * self.rtt_now_ns + sample) / 8);
+        }
+    }
+
+    /// The round trip the NACKs show now (queueing included).
+    pub fn rtt_now_ns(&self) -> u64 {
+        self.rtt_now_ns
+    }
+
+    fn guard(&mut self, now_ns: u64, block: u64) {
+        self.guarded.insert(block..block + 1);
+        match self.guard_log.back_mut() {
+            Some((at, blocks)) if *at == now_ns && blocks.end == block => blocks.end += 1,
+            _ => self.guard_log.push_back((now_ns, block..block + 1)),
+        }
+    }
+
+    /// Resends old enough that a NACK naming them now means they were lost.
+    fn release_guards(&mut self, now_ns: u64) {
+        let hold_ns = self.rtt_now_ns + self.rtt_now_ns / 4 + 2_000_000;
+        while let Some((at, _)) = self.guard_log.front()
+            && at + hold_ns <= now_ns
+        {
+            let (_, blocks) = self.guard_log.pop_front().expect("peeked");
+            self.guarded.remove(blocks);
         }
     }
 

@@ -42,8 +42,8 @@ pub const CLEAN: Faults = Faults {
     down_ns: None,
 };
 
-/// A receiving host slower than the channel: its socket buffer drains at `drain_bps` and
-/// drops what does not fit in `buffer_bytes`.
+/// A receiving host slower than the channel: its socket buffer drains at `drain_bps`,
+/// holds datagrams until their turn, and drops what does not fit in `buffer_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlowHost {
     pub drain_bps: u64,
@@ -118,25 +118,35 @@ impl Link {
         self.random() < self.faults.loss
     }
 
-    fn full_host(&mut self, now_ns: u64, bytes: usize) -> bool {
+    /// Into the slow host's buffer: how long the datagram waits there for the host to
+    /// take it (the queue stretches the round trip), or None if it does not fit.
+    fn host_wait_ns(&mut self, now_ns: u64, bytes: usize) -> Option<u64> {
         let Some(host) = self.host else {
-            return false;
+            return Some(0);
         };
         let arrival = now_ns + self.one_way_ns;
         let drained = (arrival - self.host_at_ns) as f64 * host.drain_bps as f64 / 8e9;
         self.host_bytes = (self.host_bytes - drained).max(0.0);
         self.host_at_ns = arrival;
         if self.host_bytes + bytes as f64 > host.buffer_bytes as f64 {
-            return true;
+            return None;
         }
         self.host_bytes += bytes as f64;
-        false
+        Some((self.host_bytes * 8e9 / host.drain_bps as f64) as u64)
     }
 
     pub fn send(&mut self, now_ns: u64, to_receiver: bool, mut bytes: Vec<u8>) {
-        if self.lost(now_ns) || (to_receiver && self.full_host(now_ns, bytes.len())) {
+        if self.lost(now_ns) {
             return;
         }
+        let wait_ns = if to_receiver {
+            match self.host_wait_ns(now_ns, bytes.len()) {
+                Some(wait) => wait,
+                None => return,
+            }
+        } else {
+            0
+        };
         if self.random() < self.faults.corrupt {
             let last = bytes.len() - 1;
             let at = (self.random() * bytes.len() as f64) as usize;
@@ -150,7 +160,7 @@ impl Link {
         for _ in 0..copies {
             let jitter = (self.random() * self.faults.jitter_ns as f64) as u64;
             self.inject(
-                now_ns + self.one_way_ns + jitter,
+                now_ns + self.one_way_ns + wait_ns + jitter,
                 to_receiver,
                 bytes.clone(),
             );

@@ -7,7 +7,7 @@
 //! 5   u64    transfer id
 //! 13  u64    packet number: counts the datagrams of one side, never repeats in a transfer
 //! 21  body   DATA: block u64, payload
-//!            NACK: received_below u64, count u16, count x (start u64, end u64)
+//!            NACK: received_below u64, echo u64, count u16, count x (start u64, end u64)
 //!            FIN:  total_blocks u64
 //!            DONE: total_blocks u64
 //! end u8[16] AES-256-GCM tag under the transfer's key, nonce = side u32 ‖ packet number
@@ -89,9 +89,12 @@ pub enum Body<'a> {
         block: u64,
         payload: &'a [u8],
     },
-    /// Every block below `received_below` arrived; `missing` are gaps above it.
+    /// Every block below `received_below` arrived; `missing` are gaps above it; `echo`
+    /// is the highest packet number the receiver has had from the sender (its round
+    /// trip, queueing included, for the sender).
     Nack {
         received_below: u64,
+        echo: u64,
         missing: Vec<Range<u64>>,
     },
     /// The sender has sent every one of `total_blocks` once.
@@ -166,6 +169,7 @@ pub fn encode(key: &Key, datagram: &Datagram<'_>, out: &mut Vec<u8>) {
         }
         Body::Nack {
             received_below,
+            echo,
             missing,
         } => {
             assert!(
@@ -173,6 +177,7 @@ pub fn encode(key: &Key, datagram: &Datagram<'_>, out: &mut Vec<u8>) {
                 "a NACK carries at most {MAX_NACK_RANGES} ranges"
             );
             out.extend_from_slice(&received_below.to_be_bytes());
+            out.extend_from_slice(&echo.to_be_bytes());
             out.extend_from_slice(&(missing.len() as u16).to_be_bytes());
             for range in missing {
                 out.extend_from_slice(&range.start.to_be_bytes());
@@ -276,6 +281,7 @@ pub fn decode<'a>(key: &Key, bytes: &'a mut [u8]) -> Result<Datagram<'a>, WireEr
         }
         NACK => {
             let received_below = reader.u64()?;
+            let echo = reader.u64()?;
             let count = usize::from(reader.u16()?);
             if count > MAX_NACK_RANGES {
                 return Err(WireError::Length);
@@ -290,6 +296,7 @@ pub fn decode<'a>(key: &Key, bytes: &'a mut [u8]) -> Result<Datagram<'a>, WireEr
             }
             Body::Nack {
                 received_below,
+                echo,
                 missing,
             }
         }
@@ -335,6 +342,7 @@ mod tests {
             },
             Body::Nack {
                 received_below: 4,
+                echo: 17,
                 missing: vec![5..7, 9..10],
             },
             Body::Fin { total_blocks: 10 },

@@ -27,6 +27,7 @@ fn options(rate_bps: u64, block_bytes: u32, deadline: Duration) -> SendOptions {
         nack_group: 16,
         tune: false,
         encrypt: false,
+        govern: true,
         deadline,
     }
 }
@@ -64,12 +65,17 @@ fn a_transfer_over_loopback_arrives_whole_at_the_rate_asked() {
             received.stats.forged + received.stats.stray + received.stats.malformed,
             0
         );
-        // Never faster than the ceiling: all datagrams but one batch's wait their share
-        // of it (payload, Hurricane's overhead, UDP and IP's 28 bytes).
+        // Never faster than the ceiling (payload, Hurricane's overhead, UDP and IP's 28
+        // bytes), but for what the driver may send ahead of its schedule or catch up on
+        // after a late wake-up: three batches and 1 ms (4.4 ms at 400 Mb/s).
         let datagrams = total / 8192;
-        let batch = (65_507 / (8192 + DATA_OVERHEAD_BYTES)) as u64;
-        let wire_bits = (datagrams - batch) * (8192 + DATA_OVERHEAD_BYTES as u64 + 28) * 8;
-        assert!(sent.seconds >= wire_bits as f64 / 400e6, "{}", sent.seconds);
+        let wire_bits = datagrams * (8192 + DATA_OVERHEAD_BYTES as u64 + 28) * 8;
+        let slack_s = 0.0044;
+        assert!(
+            sent.seconds >= wire_bits as f64 / 400e6 - slack_s,
+            "{}",
+            sent.seconds
+        );
     }
 }
 

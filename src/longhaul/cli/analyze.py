@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -122,6 +122,56 @@ def profile(
             )
         table.add_row("average", "", "", "", _text(entry["average_dpm_mbps_per_mile"], ".3f"))
         console.print(table)
+
+
+@app.command(name="channel-profile")
+def channel_profile(
+    campaign: Annotated[str, typer.Argument(help="The campaign's name (see `results list`).")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """USN's channel throughput profile from a campaign's udp_channel_profile runs
+    (Hurricane): goodput over W_c and T_s per loop, its maximum, and for each W_c the best
+    T_s and whether goodput is unimodal in T_s."""
+    from longhaul.analysis import channel  # noqa: PLC0415
+
+    runs = channel.profile_rows(_frame(campaign, db))
+    if runs.empty:
+        fail(f"campaign {campaign!r} has no udp_channel_profile runs")
+    found: list[dict[str, Any]] = []
+    for length, at in runs.groupby("length_miles"):
+        means = channel.surface(at)
+        found.append(
+            {
+                "length_miles": float(cast(float, length)),
+                "best": channel.best(at),
+                "ridge": [vars(r) for r in channel.ridge(at)],
+                "goodput_gbps": {
+                    f"{idle:g}": {str(b): _finite(float(v)) for b, v in line.items()}
+                    for idle, line in means.iterrows()
+                },
+            }
+        )
+    if as_json:
+        print_json({"campaign": campaign, "profiles": found})
+        return
+    for entry in found:
+        title = f"{miles_label(entry['length_miles'])} mi: goodput (Gb/s) by T_s and W_c"
+        shown = Table(title=title, title_justify="left")
+        bursts = sorted({b for line in entry["goodput_gbps"].values() for b in line}, key=int)
+        shown.add_column("T_s µs", justify="right")
+        for burst in bursts:
+            shown.add_column(f"W_c {burst}", justify="right")
+        for idle, line in entry["goodput_gbps"].items():
+            shown.add_row(idle, *[_text(line.get(b), ".3f") for b in bursts])
+        console.print(shown)
+        top = entry["best"]
+        console.print(f"Most: {top['goodput_gbps']:.3f} Gb/s at W_c {top['burst_datagrams']}, "
+                      f"T_s {top['idle_us']:g} µs.")  # fmt: skip
+        for r in entry["ridge"]:
+            shape = "unimodal" if r["unimodal"] else "NOT unimodal"
+            console.print(f"  W_c {r['burst_datagrams']}: best T_s {r['best_idle_us']:g} µs "
+                          f"({r['goodput_gbps']:.3f} Gb/s), {shape} in T_s")  # fmt: skip
 
 
 @app.command()

@@ -17,9 +17,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from longhaul.bench import hurricane as hurricane_bench
 from longhaul.bench import paths as paths_bench
 from longhaul.bench import wan as wan_bench
 from longhaul.cli.common import console, err_console, fail, print_json
+from longhaul.measure.tools import ToolError
 
 app = typer.Typer(
     help="Benchmarks; each prints its figures (as JSON with --json).", no_args_is_help=True
@@ -178,6 +180,64 @@ def wan(
     for name, verdict in report["targets"].items():
         console.print(f"{name}: {verdict['measured']} (target {verdict['target']}): "
                       f"{'met' if verdict['met'] else 'NOT met'}")  # fmt: skip
+
+
+@app.command()
+def hurricane(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    repetitions: Annotated[
+        int, typer.Option(help="Runs of each case (median, least and most are reported).", min=1)
+    ] = hurricane_bench.REPETITIONS,
+    fault_transfers: Annotated[
+        int, typer.Option(help="Transfers under injected faults in virtual time.", min=1)
+    ] = hurricane_bench.FAULT_TRANSFERS,
+) -> None:
+    """Hurricane against iperf3 (cubic x1, x8; bbr), GridFTP and UDT on emulated circuits
+    (1 Gb/s x 26.8 and 163 ms, 9.6 Gb/s x 163 and 650 ms, and with 1e-4 loss), memory
+    to memory and disk to disk, and transfers under injected faults (needs root)."""
+    from longhaul.testbed import TestbedError, TestbedUnavailableError  # noqa: PLC0415
+
+    plan = [(c, r) for c in hurricane_bench.CIRCUITS for r in hurricane_bench.runs_for(c)]
+    minutes = sum(r.estimate_s(c) * repetitions for c, r in plan) / 60
+    err_console.print(f"About {minutes:.0f} minutes.")
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("building circuits", total=100)
+
+        def progress(what: str, done: float, total: float) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        try:
+            report = hurricane_bench.run(repetitions, progress, fault_transfers=fault_transfers)
+        except (TestbedError, TestbedUnavailableError, ToolError) as exc:
+            fail(str(exc), code=1)
+    if json_output:
+        print_json(report)
+        return
+    table = Table(title="Hurricane and its peers (median of the runs)", title_justify="left")
+    for column in ("Gb/s", "RTT ms", "loss", "tool", "mode", "goodput Gb/s (min-max)",
+                   "utilization", "CPU cores", "failed"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for case in report["cases"]:
+        goodput, utilization, cpu = case["goodput_gbps"], case["utilization"], case["cpu_cores"]
+        table.add_row(
+            f"{case['rate_gbps']:g}", f"{case['rtt_ms']:g}", f"{case['loss']:g}", case["tool"],
+            case["mode"],
+            "" if goodput is None else f"{goodput['median']:.3f} ({goodput['min']:.3f}-"
+            f"{goodput['max']:.3f})",
+            "" if utilization is None else f"{utilization['median']:.3f}",
+            "" if cpu is None else f"{cpu['median']:.2f}",
+            f"{case['failed_runs']}/{case['repetitions']}",
+        )  # fmt: skip
+    console.print(table)
+    faults = report["faults"]
+    console.print(f"faults: {faults['transfers']} transfers, {faults['corrupted']} corrupted, "
+                  f"{faults['resumed']} resumed, {faults['refused']} refused")  # fmt: skip
 
 
 def _floats(text: str, option: str) -> tuple[float, ...]:

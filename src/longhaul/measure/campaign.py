@@ -83,6 +83,19 @@ TESTS: dict[str, TestKind] = {
             "UDP receiving rate against sending rate (the channel throughput profile)",
         ),
         TestKind(
+            "udp_channel_profile",
+            (
+                Param("burst_datagrams", int, [64], grid=True, low=1, high=100_000),
+                Param("idle_us", float, [0.0], grid=True, low=0, high=1_000_000),
+                Param("nack_group", int, [16], grid=True, low=1, high=1_000_000),
+                Param("megabytes", float, 512.0, grid=False, low=1, high=1_000_000),
+                *_COMMON,
+            ),
+            "Hurricane's goodput and resent share by W_c datagrams per burst and T_s idle "
+            "after it, memory to memory at the reservation's rate (USN's channel "
+            "throughput profile, for choosing T_s)",
+        ),
+        TestKind(
             "rtt",
             (
                 Param("samples", int, 50, grid=False, low=1, high=100_000),

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure  # not pyplot: figures are freed with their last reference
 
-from longhaul.analysis import jitter, normalize, profiles
+from longhaul.analysis import channel, jitter, normalize, profiles
 from longhaul.analysis.segmented import k_label
 from longhaul.topology.circuits import miles_label
 
@@ -452,6 +452,31 @@ def rdma_lan_by_size(frame: pd.DataFrame) -> list[Drawn]:
             "rdma` explains the shapes from the models' mechanisms."
         )
         drawn.append(Drawn(f"rdma-lan-{what}", f"RDMA LAN {what} by message size", caption, figure))
+    return drawn
+
+
+def channel_profiles(frame: pd.DataFrame) -> list[Drawn]:
+    """USN's channel throughput profile: Hurricane's goodput over T_s and W_c, one
+    surface (a heat map) per loop, its maximum named in the caption."""
+    runs = channel.profile_rows(frame)
+    drawn = []
+    for length, at in runs.groupby("length_miles"):
+        miles = float(cast(float, length))
+        table = channel.surface(at)
+        figure = Figure(figsize=(6.5, 4), layout="constrained")
+        axes = figure.subplots()
+        _heatmap(axes, table, "W_c (datagrams per burst)", "T_s (µs idle after each)", figure)
+        top = channel.best(at)
+        caption = (
+            f"Channel throughput profile, {miles_label(miles)} miles: Hurricane's goodput "
+            "(Gb/s, mean of the repetitions) for each W_c and T_s, memory to memory at the "
+            f"circuit's rate; the most, {top['goodput_gbps']:.3f} Gb/s, at W_c "
+            f"{top['burst_datagrams']} and T_s {top['idle_us']:g} µs. "
+            "`longhaul analyze channel-profile` gives the ridge and whether it is unimodal."
+        )
+        drawn.append(Drawn(f"channel-profile-{_slug(miles)}",
+                           f"Channel throughput profile, {miles_label(miles)} mi", caption,
+                           figure))  # fmt: skip
     return drawn
 
 

@@ -53,6 +53,7 @@ def write_report(
         *figures.ib_profiles(frame),
         *[d for d in (figures.ib_beside_tcp(frame, streams),) if d],
         *figures.rdma_lan_by_size(frame),
+        *figures.channel_profiles(frame),
         *figures.jitter_histograms(frame),
         *[d for d in (figures.jitter_by_layer(frame),) if d],
         *figures.time_series(frame),

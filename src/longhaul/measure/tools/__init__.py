@@ -72,6 +72,7 @@ BUILT_IN = {
     "ib_rdma": ("ib_throughput", "longhaul.sim.ib"),
     "rdma_lan": ("rdma_lan", "longhaul.sim.rdma"),
     "udp": ("udp_throughput", "longhaul.measure.tools.udp"),
+    "hurricane": ("udp_channel_profile", "longhaul.measure.tools.hurricane"),
     "ping": ("rtt", "longhaul.measure.tools.ping"),
     "echo": ("echo_jitter", "longhaul.measure.tools.echo"),
 }

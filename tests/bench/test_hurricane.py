@@ -1,0 +1,60 @@
+"""`longhaul bench hurricane`'s plan and arithmetic (the runs themselves need root and
+the emulator: `longhaul bench hurricane` is the benchmark, not a test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from longhaul.bench import hurricane as bench
+
+
+def test_every_circuit_sets_hurricane_against_every_peer() -> None:
+    for circuit in bench.CIRCUITS:
+        tools = {r.tool for r in bench.runs_for(circuit)}
+        assert tools == {"hurricane", "iperf3-cubic-1", "iperf3-cubic-8", "iperf3-bbr-1",
+                         "gridftp-8", "udt"}  # fmt: skip
+    disk = [(c.key, r.mode) for c in bench.CIRCUITS for r in bench.runs_for(c)
+            if r.mode != "memory"]  # fmt: skip
+    assert sorted(disk) == [((1.0, 163.0, 0.0), "disk-fs"), ((1.0, 163.0, 0.0), "disk-tmpfs"),
+                            ((9.6, 163.0, 0.0), "disk-fs"), ((9.6, 163.0, 0.0), "disk-tmpfs")]  # fmt: skip
+
+
+def test_utilization_is_over_each_tools_own_payload_ceiling() -> None:
+    circuit = bench.Circuit(9.6, 163.0)
+    assert bench._ceiling_bps(circuit, "hurricane") == pytest.approx(9.6e9 * 1427 / 1500)
+    assert bench._ceiling_bps(circuit, "tcp") == pytest.approx(9.6e9 * 1448 / 1500)
+
+
+def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
+    outcomes = [
+        {"goodput_gbps": 8.0, "utilization": 0.9, "cpu_cores": 1.0, "sender_cpu_cores": 0.6,
+         "receiver_cpu_cores": 0.4, "resent_share": 0.0},
+        {"error": "hurricane send: the transfer did not finish in time"},
+        {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
+         "receiver_cpu_cores": 0.5, "resent_share": 0.01},
+    ]  # fmt: skip
+    summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
+    assert summary["goodput_gbps"] == {"median": 8.5, "min": 8.0, "max": 9.0}
+    assert summary["failed_runs"] == 1 and summary["repetitions"] == 3
+    assert summary["errors"] == ["hurricane send: the transfer did not finish in time"]
+    none = bench._summarize(bench.Circuit(1.0, 26.8), bench.Run("udt"), [{"error": "x"}])
+    assert none["utilization"] is None and none["failed_runs"] == 1
+
+
+def test_faults_add_virtual_time_and_emulated_transfers() -> None:
+    virtual = {"transfers": 200, "corrupted": 0, "resumed": 40, "refused": 20, "whole": 180}
+    emulated = {"transfers": 4, "corrupted": 0, "resumed": 3, "refused": 1, "whole": 0,
+                "failed": 0}  # fmt: skip
+    faults = bench._faults(virtual, emulated)
+    assert (faults["transfers"], faults["corrupted"], faults["resumed"], faults["refused"]) == (
+        204,
+        0,
+        43,
+        21,
+    )
+
+
+def test_iperf3_cpu_is_both_ends_in_cores() -> None:
+    raw = {"end": {"cpu_utilization_percent": {"host_total": 55.0, "remote_total": 35.0}}}
+    assert bench._iperf3_cpu(raw) == pytest.approx(0.9)
+    assert bench._iperf3_cpu({}) is None
