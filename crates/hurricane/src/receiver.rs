@@ -45,6 +45,10 @@ pub struct Receiver {
     highest: u64,
     reported: RangeSet,
     new_missing: u64,
+    /// When the oldest gap not yet reported opened: fewer than k gaps are reported too,
+    /// a quarter of a round trip later (the last losses of a transfer would otherwise
+    /// wait for FIN).
+    unreported_since_ns: Option<u64>,
     last_full_nack_ns: u64,
     pending: Option<Pending>,
     /// Datagrams sent so far: the next one's packet number.
@@ -63,6 +67,7 @@ impl Receiver {
             highest: 0,
             reported: RangeSet::new(),
             new_missing: 0,
+            unreported_since_ns: None,
             last_full_nack_ns: 0,
             pending: None,
             packets: 0,
@@ -100,7 +105,7 @@ impl Receiver {
         &self.received
     }
 
-    pub fn handle_datagram(&mut self, _now_ns: u64, bytes: &mut [u8], sink: &mut impl BlockSink) {
+    pub fn handle_datagram(&mut self, now_ns: u64, bytes: &mut [u8], sink: &mut impl BlockSink) {
         if wire::peek_transfer_id(bytes).is_some_and(|id| id != self.transfer.id) {
             self.stats.stray += 1;
             return;
@@ -122,7 +127,7 @@ impl Receiver {
         };
         self.echo = self.echo.max(datagram.packet);
         match datagram.body {
-            Body::Data { block, payload } => self.data(block, payload, sink),
+            Body::Data { block, payload } => self.data(now_ns, block, payload, sink),
             Body::Fin { total_blocks } if total_blocks == self.transfer.total_blocks() => {
                 self.highest = total_blocks;
                 self.pending = Some(if self.is_complete() {
@@ -135,7 +140,7 @@ impl Receiver {
         }
     }
 
-    fn data(&mut self, block: u64, payload: &[u8], sink: &mut impl BlockSink) {
+    fn data(&mut self, now_ns: u64, block: u64, payload: &[u8], sink: &mut impl BlockSink) {
         if block >= self.transfer.total_blocks() || payload.len() != self.transfer.block_len(block)
         {
             self.stats.malformed += 1;
@@ -149,6 +154,9 @@ impl Receiver {
         self.received.insert(block..block + 1);
         self.stats.blocks += 1;
         if block >= self.highest {
+            if block > self.highest {
+                self.unreported_since_ns.get_or_insert(now_ns);
+            }
             self.new_missing += block - self.highest;
             self.highest = block + 1;
         }
@@ -176,6 +184,7 @@ impl Receiver {
                     self.reported.insert(range.clone());
                 }
                 self.new_missing = 0;
+                self.unreported_since_ns = None;
                 if let Pending::AllGaps { from: 0 } = pending {
                     self.last_full_nack_ns = now_ns;
                 }
@@ -238,12 +247,14 @@ impl Receiver {
     /// Gaps left open two round trips after the last full NACK are reported again
     /// (a lost retransmission).
     pub fn handle_timeout(&mut self, now_ns: u64) {
-        if self.pending.is_none()
-            && !self.is_complete()
-            && self.received.gaps_below(self.highest).next().is_some()
-            && now_ns >= self.repeat_at_ns()
+        if self.pending.is_some() || self.is_complete() {
+            return;
+        }
+        if self.received.gaps_below(self.highest).next().is_some() && now_ns >= self.repeat_at_ns()
         {
             self.pending = Some(Pending::AllGaps { from: 0 });
+        } else if self.unreported_at_ns().is_some_and(|at| now_ns >= at) {
+            self.pending = Some(Pending::NewGaps);
         }
     }
 
@@ -251,12 +262,25 @@ impl Receiver {
         self.last_full_nack_ns + 2 * self.transfer.rtt_ns.max(1_000_000)
     }
 
+    /// When gaps fewer than k are reported anyway.
+    fn unreported_at_ns(&self) -> Option<u64> {
+        let quarter_rtt_ns = (self.transfer.rtt_ns / 4).max(1_000_000);
+        self.unreported_since_ns.map(|since| since + quarter_rtt_ns)
+    }
+
     pub fn poll_timeout(&self) -> Option<u64> {
         if self.pending.is_some() {
             return Some(0);
         }
-        let open = !self.is_complete() && self.received.gaps_below(self.highest).next().is_some();
-        open.then(|| self.repeat_at_ns())
+        if self.is_complete() {
+            return None;
+        }
+        let open = self.received.gaps_below(self.highest).next().is_some();
+        let repeat = open.then(|| self.repeat_at_ns());
+        [repeat, self.unreported_at_ns()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
