@@ -37,7 +37,7 @@ def test_circuits_run_smallest_first_and_report_in_suite_order(monkeypatch):
                 "lost": 0, "utilization": 1.0, "goodput_gbps": 9.0,
                 "peer": {"goodput_gbps": 8.0, "utilization": 0.9}}  # fmt: skip
 
-    monkeypatch.setattr(wan, "_circuit", circuit)
+    monkeypatch.setattr(wan, "circuit_for", circuit)
     monkeypatch.setattr(wan, "_one", one)
     cases = wan.suite()
     out = wan._run(None, cases, None)  # type: ignore[arg-type]
