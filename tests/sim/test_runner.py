@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from longhaul import binaries
 from longhaul.errors import InputError
 from longhaul.sim import runner
 from longhaul.sim.scenarios import TcpRun, tcp_scenario
@@ -86,7 +87,7 @@ def test_a_dask_local_cluster_gives_the_same_answers():
 
 
 def test_a_missing_binary_says_how_to_build_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(runner, "_REPO_BINARY", tmp_path / "none")
+    monkeypatch.setattr(binaries, "REPO", tmp_path)
     monkeypatch.setenv("LONGHAUL_SIM", str(tmp_path / "none"))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(runner.SimUnavailableError, match="make setup"):

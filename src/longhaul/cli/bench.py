@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import (
@@ -22,6 +23,9 @@ from longhaul.bench import paths as paths_bench
 from longhaul.bench import wan as wan_bench
 from longhaul.cli.common import console, err_console, fail, print_json
 from longhaul.measure.tools import ToolError
+
+TimedProgress = Callable[[str, float, float], None]
+"""(what is running, seconds of work done, seconds of work in all)."""
 
 app = typer.Typer(
     help="Benchmarks; each prints its figures (as JSON with --json).", no_args_is_help=True
@@ -137,27 +141,10 @@ def wan(
     """What emulated circuits deliver and how faithfully: idle RTT on every USN loop,
     cubic at 9.6 Gb/s over 163 and 650 ms, loss, cross-traffic, and HTB beside it as a
     peer; with the emulator's lateness, largest 1 ms rate and memory (needs root)."""
-    from longhaul.testbed import TestbedError, TestbedUnavailableError  # noqa: PLC0415
-
     cases = [replace(c, repetitions=repetitions) for c in wan_bench.suite()]
     minutes = sum(c.estimate_s() for c in cases) / 60
     err_console.print(f"About {minutes:.0f} minutes.")
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("building circuits", total=100)
-
-        def progress(what: str, done: float, total: float) -> None:
-            bar.update(task, description=what, completed=done, total=total)
-
-        try:
-            report = wan_bench.run(cases, progress)
-        except (TestbedError, TestbedUnavailableError) as exc:
-            fail(str(exc), code=1)
+    report = _on_the_testbed(lambda progress: wan_bench.run(cases, progress))
     if json_output:
         print_json(report)
         return
@@ -195,27 +182,12 @@ def hurricane(
     """Hurricane against iperf3 (cubic x1, x8; bbr), GridFTP and UDT on emulated circuits
     (1 Gb/s x 26.8 and 163 ms, 9.6 Gb/s x 163 and 650 ms, and with 1e-4 loss), memory
     to memory and disk to disk, and transfers under injected faults (needs root)."""
-    from longhaul.testbed import TestbedError, TestbedUnavailableError  # noqa: PLC0415
-
     plan = [(c, r) for c in hurricane_bench.CIRCUITS for r in hurricane_bench.runs_for(c)]
     minutes = sum(r.estimate_s(c) * repetitions for c, r in plan) / 60
     err_console.print(f"About {minutes:.0f} minutes.")
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("building circuits", total=100)
-
-        def progress(what: str, done: float, total: float) -> None:
-            bar.update(task, description=what, completed=done, total=total)
-
-        try:
-            report = hurricane_bench.run(repetitions, progress, fault_transfers=fault_transfers)
-        except (TestbedError, TestbedUnavailableError, ToolError) as exc:
-            fail(str(exc), code=1)
+    report = _on_the_testbed(
+        lambda progress: hurricane_bench.run(repetitions, progress, fault_transfers=fault_transfers)
+    )
     if json_output:
         print_json(report)
         return
@@ -238,6 +210,28 @@ def hurricane(
     faults = report["faults"]
     console.print(f"faults: {faults['transfers']} transfers, {faults['corrupted']} corrupted, "
                   f"{faults['resumed']} resumed, {faults['refused']} refused")  # fmt: skip
+
+
+def _on_the_testbed(work: Callable[[TimedProgress], dict[str, Any]]) -> dict[str, Any]:
+    """Run a testbed benchmark under a progress bar; its errors end the command."""
+    from longhaul.testbed import TestbedError, TestbedUnavailableError  # noqa: PLC0415
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("building circuits", total=100)
+
+        def progress(what: str, done: float, total: float) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        try:
+            return work(progress)
+        except (TestbedError, TestbedUnavailableError, ToolError) as exc:
+            fail(str(exc), code=1)
 
 
 def _floats(text: str, option: str) -> tuple[float, ...]:

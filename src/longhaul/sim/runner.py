@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, TypeVar
 
+from longhaul import binaries
 from longhaul.errors import InputError
 
 T = TypeVar("T")
 
-_REPO_BINARY = Path(__file__).resolve().parents[3] / "target" / "release" / "longhaul-sim"
 TIMEOUT_S = 3600.0
 """A scenario that runs longer than this (wall clock) is stopped."""
 
@@ -27,14 +26,13 @@ class SimUnavailableError(RuntimeError):
 
 def binary() -> Path:
     """The simulator: `$LONGHAUL_SIM`, the workspace's release build, or one on PATH."""
-    candidates = [os.environ.get("LONGHAUL_SIM"), str(_REPO_BINARY), shutil.which("longhaul-sim")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return Path(candidate)
-    raise SimUnavailableError(
-        "longhaul-sim is not built: run `make setup` (it runs "
-        "`cargo build --release -p longhaul-sim`), or set LONGHAUL_SIM to the binary"
-    )
+    found = binaries.find("LONGHAUL_SIM", "target/release/longhaul-sim", "longhaul-sim")
+    if found is None:
+        raise SimUnavailableError(
+            "longhaul-sim is not built: run `make setup` (it runs "
+            "`cargo build --release -p longhaul-sim`), or set LONGHAUL_SIM to the binary"
+        )
+    return found
 
 
 def missing() -> str | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -14,23 +13,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longhaul import binaries
 from longhaul.testbed.netns import TestbedError, TestbedUnavailableError
 
 READY_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
-_REPO_BINARY = Path(__file__).resolve().parents[3] / "target" / "release" / "longhaul-wan"
 
 
 def binary() -> Path:
     """The emulator: `$LONGHAUL_WAN`, the workspace's release build, or one on PATH."""
-    candidates = [os.environ.get("LONGHAUL_WAN"), str(_REPO_BINARY), shutil.which("longhaul-wan")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return Path(candidate)
-    raise TestbedUnavailableError(
-        "longhaul-wan is not built: run `make setup` (it runs "
-        "`cargo build --release -p longhaul-wan`), or set LONGHAUL_WAN to the binary"
-    )
+    found = binaries.find("LONGHAUL_WAN", "target/release/longhaul-wan", "longhaul-wan")
+    if found is None:
+        raise TestbedUnavailableError(
+            "longhaul-wan is not built: run `make setup` (it runs "
+            "`cargo build --release -p longhaul-wan`), or set LONGHAUL_WAN to the binary"
+        )
+    return found
 
 
 def missing() -> str | None:

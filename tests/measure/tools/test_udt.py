@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from longhaul import binaries
 from longhaul.measure.tools import udt
 from longhaul.measure.tools.udt import UdtError, UdtTest, parse, result_from
 
@@ -44,8 +45,8 @@ def test_tuning_is_passed_to_both_ends_only_when_asked():
 
 def test_a_missing_harness_says_how_to_build_it(monkeypatch, tmp_path):
     monkeypatch.setenv("LONGHAUL_UDT_HARNESS", str(tmp_path / "absent"))
-    monkeypatch.setattr(udt, "_REPO_HARNESS", tmp_path / "absent")
-    monkeypatch.setattr(udt.shutil, "which", lambda name: None)
+    monkeypatch.setattr(binaries, "REPO", tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UdtError, match="make setup"):
         udt.run(UdtTest("a", "b", "198.18.0.6", 1000))
 

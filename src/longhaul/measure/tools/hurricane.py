@@ -11,13 +11,12 @@ keeps every retransmission round, which is where a lossy channel costs Hurricane
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from longhaul import binaries
 from longhaul.measure.params import Param
 from longhaul.measure.tools import ToolError
 from longhaul.testbed import netns, serving
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from longhaul.measure.rows import Row
     from longhaul.testbed import CircuitRecord, Testbed
 
-_REPO_BINARY = Path(__file__).resolve().parents[4] / "target" / "release" / "hurricane"
-
 
 class HurricaneError(ToolError):
     """Hurricane failed or is missing; the message is its own, or says how to fix it."""
@@ -36,14 +33,13 @@ class HurricaneError(ToolError):
 
 def binary() -> Path:
     """`$HURRICANE`, the workspace's release build, or one on PATH."""
-    candidates = [os.environ.get("HURRICANE"), str(_REPO_BINARY), shutil.which("hurricane")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return Path(candidate)
-    raise HurricaneError(
-        "hurricane is not built: run `make setup` (it runs `cargo build --release -p "
-        "hurricane`), or set HURRICANE to the binary"
-    )
+    found = binaries.find("HURRICANE", "target/release/hurricane", "hurricane")
+    if found is None:
+        raise HurricaneError(
+            "hurricane is not built: run `make setup` (it runs `cargo build --release -p "
+            "hurricane`), or set HURRICANE to the binary"
+        )
+    return found
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,15 @@ many bytes, meant to be the bandwidth-delay product, never less than UDT's defau
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longhaul import binaries
 from longhaul.measure.tools import ToolError
 from longhaul.testbed import netns, serving
 
-_REPO_HARNESS = Path(__file__).resolve().parents[4] / "target" / "udt-harness" / "udt_harness"
 RECEIVER_EXIT_S = 5.0
 """How long the receiver may take to print its result and exit after the sender did."""
 
@@ -73,19 +71,14 @@ class UdtResult:
 
 def harness() -> Path:
     """The harness: `$LONGHAUL_UDT_HARNESS`, the repository's build, or one on PATH."""
-    candidates = [
-        os.environ.get("LONGHAUL_UDT_HARNESS"),
-        str(_REPO_HARNESS),
-        shutil.which("udt_harness"),
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return Path(candidate)
-    raise UdtError(
-        "the UDT harness is not built: run `make setup` (as root it installs libudt-dev "
-        "and g++, and builds tools/udt-harness into target/udt-harness), or set "
-        "LONGHAUL_UDT_HARNESS to the binary"
-    )
+    found = binaries.find("LONGHAUL_UDT_HARNESS", "target/udt-harness/udt_harness", "udt_harness")
+    if found is None:
+        raise UdtError(
+            "the UDT harness is not built: run `make setup` (as root it installs "
+            "libudt-dev and g++, and builds tools/udt-harness into target/udt-harness), or "
+            "set LONGHAUL_UDT_HARNESS to the binary"
+        )
+    return found
 
 
 def missing() -> str | None:
