@@ -8,7 +8,7 @@
 //! agree, the part is renamed to its name: a file under its name is always whole.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -95,8 +95,8 @@ impl Mapping {
     }
 
     /// Fault every page in for writing now (`MADV_POPULATE_WRITE`, Linux 5.14), not one
-    /// fault per 4 KB page while datagrams arrive: on tmpfs that halved the receiver's
-    /// rate at 9.6 Gb/s. Where the kernel lacks it, pages fault in as written.
+    /// fault per 4 KB page while datagrams arrive (its effect on the receiver's rate is
+    /// not measured separately). Where the kernel lacks it, pages fault in as written.
     fn populate_for_writing(&self) {
         if self.len > 0 {
             // SAFETY: advice on the mapping made in `new`.
@@ -618,9 +618,4 @@ fn check_chunks(
             return;
         }
     }
-}
-
-/// Lines of a map file, for tests and the CLI's status.
-pub fn map_lines(path: &Path) -> io::Result<Vec<String>> {
-    io::BufReader::new(File::open(path)?).lines().collect()
 }
