@@ -37,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -234,8 +234,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         dest = folder / "in"
         subprocess.run(["rm", "-rf", str(dest)], check=False)
         source = folder / f"source-{test.bytes_total}.bin"
-        test = tool.HurricaneTest(**{**test.__dict__, "path": str(source),
-                                     "dest_dir": str(dest)})  # fmt: skip
+        test = replace(test, path=str(source), dest_dir=str(dest))
     result = tool.run(test)
     if mode != "memory":
         landed = Path(test.dest_dir or "") / source.name
