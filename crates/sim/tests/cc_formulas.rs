@@ -178,13 +178,11 @@ fn cubic_is_reno_friendly_at_small_windows_and_short_rtts() {
     for k in 1..=100u64 {
         one_rtt(&mut cc, MS, k * MS);
     }
-    // alpha = 3 (1 - 0.7) / 1.7 = 0.53 segments per RTT.
-    let expected = 7.0 + 100.0 * 3.0 * 0.3 / 1.7;
-    assert!(
-        (cc.window().cwnd - expected).abs() < 4.0,
-        "{}",
-        cc.window().cwnd
-    );
+    // alpha = 3 (1 - 0.7) / 1.7 = 0.53 segments per RTT at most: the kernel looks at the
+    // estimate only when cwnd changed or HZ / 32 passed, so a little less.
+    let most = 7.0 + 100.0 * 3.0 * 0.3 / 1.7;
+    let cwnd = cc.window().cwnd;
+    assert!(cwnd <= most + 1.0 && cwnd >= most * 0.85, "{cwnd}");
 }
 
 #[test]

@@ -233,3 +233,36 @@ fn a_scenario_of_reverse_groups_only_is_refused() {
     .unwrap_err();
     assert_eq!(e.field, "flows");
 }
+
+#[test]
+fn linux_6_cubic_leaves_slow_start_by_hystart_before_the_queue_overflows_then_grows_5_percent_per_rtt()
+ {
+    // 1 Gb/s x 200 ms, a queue of one bandwidth-delay product (16,667 packets of 1,500
+    // bytes): slow start alone would double past two BDPs and overflow it.
+    let report = simulate(
+        r#"{"duration_s": 9, "interval_s": 0.2, "cc": "cubic", "streams": 1,
+            "path": {"rate_bps": 1e9, "rtt_ms": 200, "queue_bytes": 25000000},
+            "hosts": {"sender": {"rcv_buf_max_bytes": 200000000, "snd_buf_max_bytes": 200000000},
+                      "receiver": {"rcv_buf_max_bytes": 200000000, "snd_buf_max_bytes": 200000000}}}"#,
+        None,
+    );
+    let cwnd_at = |t: f64| {
+        let i = report
+            .intervals
+            .iter()
+            .find(|i| (i.streams[0].end - t).abs() < 1e-6)
+            .expect("an interval ending then");
+        i.streams[0].snd_cwnd as f64 / 1448.0
+    };
+    let bdp = 1e9 * 0.2 / 8.0 / 1500.0;
+    assert_eq!(report.counters.retransmits, 0, "no loss in 9 s");
+    let left = cwnd_at(4.0);
+    assert!(
+        (0.4 * bdp..1.5 * bdp).contains(&left),
+        "slow start left at {left}"
+    );
+    // 20 round trips later: 1.05^20 = 2.65 at most (the curve's cnt, then the friendly
+    // estimate's, each recomputed once per jiffy).
+    let grown = cwnd_at(8.0) / left;
+    assert!((2.0..2.8).contains(&grown), "grew {grown} times in 20 RTTs");
+}

@@ -49,7 +49,7 @@ fn jiffies(ns: u64) -> u64 {
 }
 
 /// The greatest x with x^3 <= a.
-fn cube_root(a: u64) -> u64 {
+pub(super) fn cube_root(a: u64) -> u64 {
     let mut x = (a as f64).cbrt() as u64;
     while x * x * x > a {
         x -= 1;

@@ -1,7 +1,8 @@
 //! The TCP receiver: cumulative ACKs with SACK blocks, delayed ACKs (every second
 //! full segment or a timer; immediately when out of order or filling a hole), and the
 //! receive window: fixed, or grown by Linux's dynamic right-sizing (`tcp_rcv_space_adjust`:
-//! about twice what the application read in the last RTT, up to the ceiling). The
+//! on 2.6 twice what the application read in the last RTT, on 6.x about six times while
+//! that doubles per RTT, up to the ceiling). The
 //! application reads at once (memory to memory, as iperf), so only out-of-order data
 //! occupies the buffer. The right edge of the window never moves left (RFC 7323).
 //!
@@ -27,6 +28,8 @@ pub const INITIAL_AUTO_WINDOW_BYTES: u64 = 65_535;
 const SYN_WINDOW_MAX_BYTES: u64 = 65_535;
 /// `TCP_MAX_QUICKACKS`, `include/net/tcp.h` (2.6.18 and 6.x).
 const MAX_QUICK_ACKS: u32 = 16;
+/// `TCP_INIT_CWND` (`include/net/tcp.h`, 6.x).
+const INIT_CWND_SEGMENTS: u64 = 10;
 /// `tcp_event_data_recv` grows the window only for segments of at least 128 bytes.
 const GROW_MIN_SEGMENT_BYTES: u32 = 128;
 
@@ -72,9 +75,11 @@ pub struct TcpReceiver {
     right_edge: u64,
     window_bytes: u64,
     ceiling_bytes: u64,
-    /// Dynamic right-sizing: the start of the current measurement and its RTT estimate.
+    /// Dynamic right-sizing: the start of the current measurement and its RTT estimate,
+    /// and the most copied in one measurement so far (`rcvq_space.space`).
     space_start_ns: u64,
     space_start_seq: u64,
+    space_bytes: u64,
     rtt_est_ns: Option<u64>,
     stats: ReceiverStats,
     /// The acknowledgement owed, for [`Transport::poll_transmit`].
@@ -116,6 +121,10 @@ impl TcpReceiver {
             ceiling_bytes,
             space_start_ns: 0,
             space_start_seq: 0,
+            // `tcp_init_buffer_space`: min(rcv_ssthresh, rcv_wnd, TCP_INIT_CWND * advmss).
+            space_bytes: rcv_ssthresh
+                .min(window_bytes)
+                .min(INIT_CWND_SEGMENTS * u64::from(config.mss_bytes)),
             rtt_est_ns: None,
             stats: ReceiverStats {
                 max_window_bytes: window_bytes,
@@ -155,10 +164,34 @@ impl TcpReceiver {
             return;
         }
         let copied = self.rcv_nxt - self.space_start_seq;
-        self.window_bytes = self.window_bytes.max((2 * copied).min(self.ceiling_bytes));
+        let window = if self.config.kernel == Kernel::Linux6 {
+            self.window_for_6_x(copied)
+        } else {
+            // 2.6.18 and 2.6.23 (`space = 2 * copied`); ns-3's hosts, when given
+            // auto-tuning, keep the same rule.
+            2 * copied
+        };
+        self.window_bytes = self.window_bytes.max(window.min(self.ceiling_bytes));
         self.stats.max_window_bytes = self.stats.max_window_bytes.max(self.window_bytes);
         self.space_start_ns = now_ns;
         self.space_start_seq = self.rcv_nxt;
+    }
+
+    /// Linux 6.x's `tcp_rcv_space_adjust` (`net/ipv4/tcp_input.c`): only when more was
+    /// copied than in any RTT before, twice that plus 16 segments, and, for a sender whose
+    /// rate grows, twice as much again per doubling: "to cope with slow start [...] we
+    /// need a 4x factor, because the ACK we are sending now is for the next RTT". In slow
+    /// start that is about six times what arrived in the last RTT; 2.6's is two.
+    fn window_for_6_x(&mut self, copied: u64) -> u64 {
+        if copied <= self.space_bytes {
+            return 0;
+        }
+        let advmss = u64::from(self.config.mss_bytes);
+        let mut rcvwin = 2 * copied + 16 * advmss;
+        let grow = rcvwin.saturating_mul(copied - self.space_bytes) / self.space_bytes.max(1);
+        rcvwin = rcvwin.saturating_add(grow.saturating_mul(2));
+        self.space_bytes = copied;
+        rcvwin
     }
 
     /// Linux's `tcp_incr_quickack`: ACK the next segments at once, as many as half the
@@ -516,6 +549,46 @@ mod tests {
         p.seq = seq;
         p.len = len;
         p
+    }
+
+    /// Slow start seen by the receiver: rounds of 20, 40, 80 and 160 segments, one per
+    /// 100 ms RTT (each segment echoes a timestamp 100 ms old); the window after them.
+    fn window_after_slow_start(kernel: Kernel) -> (u64, u64) {
+        let mut r = linux_receiver(kernel, 1448, true);
+        let rtt_ns = 100_000_000;
+        let (mut seq, mut last_round) = (0, 0);
+        for (round, segments) in [20u64, 40, 80, 160].into_iter().enumerate() {
+            let start_ns = rtt_ns * (round as u64 + 1);
+            for k in 0..segments {
+                let now_ns = start_ns + k * rtt_ns / segments;
+                let mut p = segment(seq, 1448);
+                p.ts_echo_ns = now_ns - rtt_ns;
+                r.on_data(now_ns, &p);
+                seq += 1448;
+            }
+            last_round = segments * 1448;
+        }
+        // A segment just past the last measurement's RTT closes it.
+        let mut p = segment(seq, 1448);
+        p.ts_echo_ns = 4 * rtt_ns + 10_000_000;
+        r.on_data(5 * rtt_ns + 10_000_000, &p);
+        (r.window_bytes, last_round)
+    }
+
+    #[test]
+    fn linux_6_right_sizing_offers_about_six_times_a_doubling_rtt_and_2_6_twice() {
+        let (window, copied) = window_after_slow_start(Kernel::Linux6);
+        assert!(
+            window >= 5 * copied && window <= 7 * copied,
+            "{window} for {copied}"
+        );
+        let (window, copied) = window_after_slow_start(Kernel::Linux2_6_18);
+        // Twice what its last measurement counted (the round less the segments that
+        // arrived after the measurement's RTT had run).
+        assert!(
+            5 * window >= 9 * copied && window < 3 * copied,
+            "{window} for {copied}"
+        );
     }
 
     /// Segments in order from `from`; which of them were acknowledged at once.
