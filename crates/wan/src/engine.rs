@@ -63,6 +63,17 @@ const HELD_UP_NS: u64 = 50_000;
 const STALL_ROOM_NS: u64 = 20_000_000;
 /// A first guess at what one read or write costs, before any was timed.
 const FIRST_COST_NS: u64 = 5_000;
+/// The longest a device goes unread while the engine is behind on its releases. Frames
+/// wait in the device meanwhile, outside the emulated queue and its counters, and a TUN
+/// device drops what its ring cannot take (`tun_net_xmit`, 6.x: the frame is orphaned
+/// from its socket, so TCP's small-queue limit does not hold the sender back, and the
+/// drop comes back as `NET_XMIT_DROP`, which TCP takes for local congestion and answers
+/// by cutting its window with nothing retransmitted, `tcp_enter_cwr`). Seen at 9.6 Gb/s
+/// x 653 ms: 9,125 frames dropped by the sending device while releases kept the engine
+/// busy, and the sender's window fell from 728,716 to 425,724 segments. Read at least
+/// this often, frames wait in the emulated queue instead, where they are counted and
+/// their delay is lateness.
+const MAX_READ_GAP_NS: u64 = 1_000_000;
 
 /// One end of the link: A (index 0) or B (index 1). Direction 0 runs from A to B.
 pub type Side = usize;
@@ -156,6 +167,8 @@ pub struct Core {
     started_ns: u64,
     last_step: Step,
     last_write_ns: u64,
+    /// When each side was last read (or looked at and found empty).
+    last_read_ns: [u64; 2],
     /// Where the hosts' receive work goes while the link is busy (set by `steer`).
     pub steering: Option<Steering>,
     /// Spinners that keep the CPUs awake while the line is quiet (`KeepAwake::Quiet`).
@@ -223,6 +236,7 @@ impl Core {
             started_ns: now_ns,
             last_step: Step::Other,
             last_write_ns: 0,
+            last_read_ns: [now_ns; 2],
             steering: None,
             spinners: None,
             activity: Activity::default(),
@@ -318,6 +332,9 @@ impl Core {
         let mut now = now_ns;
         let mut released = 0;
         loop {
+            if self.reads_overdue(now) {
+                break;
+            }
             if self.release_one(device, busy, now) {
                 now = device.now_ns();
                 released += 1;
@@ -341,6 +358,15 @@ impl Core {
         {
             spinners.set(!busy);
         }
+    }
+
+    /// Whether a device has gone unread for `MAX_READ_GAP_NS`: releases wait for a read.
+    fn reads_overdue(&self, now_ns: u64) -> bool {
+        (0..2).any(|side| self.read_overdue(side, now_ns))
+    }
+
+    fn read_overdue(&self, side: Side, now_ns: u64) -> bool {
+        now_ns.saturating_sub(self.last_read_ns[side]) > MAX_READ_GAP_NS
     }
 
     /// Release one frame of `direction` if it may leave at `now_ns`; whether one did.
@@ -403,13 +429,23 @@ impl Core {
     /// Read up to a batch from end `side` into its link, stopping early if a release
     /// is due before another read would be done; whether more may be waiting.
     fn read_side<D: Device>(&mut self, device: &mut D, side: Side) -> bool {
-        for _ in 0..READ_BATCH {
+        // Unread for too long: empty the device whatever is due (`MAX_READ_GAP_NS`), for
+        // at most that long again (a device filling faster than it can be read).
+        let began = device.now_ns();
+        let drain = self.read_overdue(side, began);
+        let batch = if drain { usize::MAX } else { READ_BATCH };
+        for _ in 0..batch {
             let now = device.now_ns();
+            if drain && now - began > MAX_READ_GAP_NS {
+                return true;
+            }
             if let Some(due) = self.next_release_ns()
                 && due < now + self.read_cost_ns[side]
+                && !drain
             {
                 return true; // release first; the frame waits in its device meanwhile
             }
+            self.last_read_ns[side] = now;
             let (read, offset) = match self.arenas[side].room(FRAME_CAPACITY) {
                 Some((offset, room)) => (device.read(side, room), Some(offset)),
                 None => (device.read(side, &mut self.scratch), None),
@@ -540,8 +576,13 @@ impl<D: Device> Engine<D> {
             let now = self.device.now_ns();
             self.core.release_due(&mut self.device, now);
             self.core.note_health(now);
-            let more =
-                [0, 1].map(|side| ready.sides[side] && self.core.read_side(&mut self.device, side));
+            // A side unread for too long is read whether or not the last wait saw it ready:
+            // the engine may not have waited since.
+            let now = self.device.now_ns();
+            let more = [0, 1].map(|side| {
+                (ready.sides[side] || self.core.read_overdue(side, now))
+                    && self.core.read_side(&mut self.device, side)
+            });
             if ready.control {
                 let core = &mut self.core;
                 let device_now = self.device.now_ns();
