@@ -26,13 +26,7 @@ class SimUnavailableError(RuntimeError):
 
 def binary() -> Path:
     """The simulator: `$LONGHAUL_SIM`, the workspace's release build, or one on PATH."""
-    found = binaries.find("LONGHAUL_SIM", "target/release/longhaul-sim", "longhaul-sim")
-    if found is None:
-        raise SimUnavailableError(
-            "longhaul-sim is not built: run `make setup` (it runs "
-            "`cargo build --release -p longhaul-sim`), or set LONGHAUL_SIM to the binary"
-        )
-    return found
+    return binaries.cargo_built("LONGHAUL_SIM", "longhaul-sim", SimUnavailableError)
 
 
 def missing() -> str | None:

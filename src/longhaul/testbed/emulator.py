@@ -22,13 +22,7 @@ STOP_TIMEOUT_S = 5.0
 
 def binary() -> Path:
     """The emulator: `$LONGHAUL_WAN`, the workspace's release build, or one on PATH."""
-    found = binaries.find("LONGHAUL_WAN", "target/release/longhaul-wan", "longhaul-wan")
-    if found is None:
-        raise TestbedUnavailableError(
-            "longhaul-wan is not built: run `make setup` (it runs "
-            "`cargo build --release -p longhaul-wan`), or set LONGHAUL_WAN to the binary"
-        )
-    return found
+    return binaries.cargo_built("LONGHAUL_WAN", "longhaul-wan", TestbedUnavailableError)
 
 
 def missing() -> str | None:

@@ -20,19 +20,16 @@
 //! Not modelled: `cubictcp_cwnd_event` shifting the epoch after an idle period (the
 //! simulated flows never idle).
 
-use super::cubic_2_6::cube_root;
+use super::cubic_2_6::{BICTCP_HZ, cnt_toward_curve, origin_and_k};
 use super::{CongestionControl, RttSample, Window};
 
 /// Jiffies per second: Debian's kernels are built with `CONFIG_HZ_250`.
 const HZ: u64 = 250;
-const BICTCP_HZ: u32 = 10;
 const BETA_SCALE: u64 = 1024;
 /// `beta`.
 const BETA: u64 = 717;
 /// `cube_rtt_scale` = `bic_scale` (41) * 10.
 const CUBE_RTT_SCALE: u64 = 41 * 10;
-/// `cube_factor` = 2^(10 + 3 `BICTCP_HZ`) / (`bic_scale` * 10).
-const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / (41 * 10);
 /// `beta_scale` = 8 (1024 + beta) / 3 / (1024 - beta), in eighths.
 const BETA_SCALE_EIGHTHS: u64 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE - BETA);
 /// `hystart_low_window`, segments.
@@ -219,30 +216,12 @@ impl Cubic {
         } else {
             self.ack_cnt = acked;
             self.tcp_cwnd = cwnd;
-            if self.last_max_cwnd <= cwnd {
-                self.k = 0;
-                self.origin = cwnd;
-            } else {
-                self.k = cube_root(CUBE_FACTOR * (self.last_max_cwnd - cwnd));
-                self.origin = self.last_max_cwnd;
-            }
+            (self.origin, self.k) = origin_and_k(self.last_max_cwnd, cwnd);
             self.epoch_start = Some(now);
             now
         };
         let t = ((now - epoch_start + usecs_to_jiffies(self.delay_min_us)) << BICTCP_HZ) / HZ;
-        let offs = t.abs_diff(self.k);
-        let delta =
-            ((u128::from(CUBE_RTT_SCALE) * u128::from(offs).pow(3)) >> (10 + 3 * BICTCP_HZ)) as u64;
-        let target = if t < self.k {
-            self.origin.saturating_sub(delta)
-        } else {
-            self.origin + delta
-        };
-        self.cnt = if target > cwnd {
-            cwnd / (target - cwnd)
-        } else {
-            100 * cwnd
-        };
+        self.cnt = cnt_toward_curve(self.origin, self.k, t, CUBE_RTT_SCALE, cwnd);
         if self.last_max_cwnd == 0 && self.cnt > 20 {
             self.cnt = 20; // "increase cwnd 5% per RTT"
         }
@@ -337,7 +316,7 @@ mod tests {
     #[test]
     fn the_precomputed_constants_are_the_kernels() {
         assert_eq!(BETA_SCALE_EIGHTHS, 15);
-        assert_eq!(CUBE_FACTOR, 2_681_735_677);
+        assert_eq!(super::super::cubic_2_6::CUBE_FACTOR, 2_681_735_677);
         assert_eq!(usecs_to_jiffies(653_000), 164);
         assert_eq!(usecs_to_jiffies(1), 1);
     }

@@ -23,7 +23,7 @@ use super::{CongestionControl, RttSample, Window};
 
 /// Jiffies per second of the modelled kernels.
 const HZ: u64 = 1000;
-const BICTCP_HZ: u32 = 10;
+pub(super) const BICTCP_HZ: u32 = 10;
 const BETA_SCALE: u64 = 1024;
 const BETA: u64 = 819;
 const BIC_SCALE: u64 = 41;
@@ -32,7 +32,7 @@ const ACK_RATIO_SHIFT: u32 = 4;
 /// `cube_rtt_scale` = (`bic_scale` << 3) / 10.
 const CUBE_RTT_SCALE: u64 = (BIC_SCALE << 3) / 10;
 /// `cube_factor` = 2^(10 + 3 `BICTCP_HZ`) / (`bic_scale` * 10).
-const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / (BIC_SCALE * 10);
+pub(super) const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / (BIC_SCALE * 10);
 /// `beta_scale` = 8 (1024 + beta) / 3 / (1024 - beta).
 const BETA_SCALE_EIGHTHS: u64 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE - BETA);
 
@@ -46,6 +46,38 @@ pub enum CubicVersion {
 
 fn jiffies(ns: u64) -> u64 {
     ns / (1_000_000_000 / HZ)
+}
+
+/// Where an epoch's curve starts (`bictcp_update`, every version): its origin (segments)
+/// and K (2^-10 s), the time to climb back to the last maximum from `cwnd` below it.
+pub(super) fn origin_and_k(last_max_cwnd: u64, cwnd: u64) -> (u64, u64) {
+    if last_max_cwnd <= cwnd {
+        (cwnd, 0)
+    } else {
+        (
+            last_max_cwnd,
+            cube_root(CUBE_FACTOR * (last_max_cwnd - cwnd)),
+        )
+    }
+}
+
+/// `bictcp_update`'s `cnt` from the curve (every version): acknowledgements per segment
+/// of growth toward its value at `t` (2^-10 s into the epoch), or 100 cwnd at or above
+/// it; `cube_rtt_scale` is the version's C for a 100 ms RTT, in 2^-10.
+pub(super) fn cnt_toward_curve(origin: u64, k: u64, t: u64, cube_rtt_scale: u64, cwnd: u64) -> u64 {
+    let offs = t.abs_diff(k);
+    let delta =
+        ((u128::from(cube_rtt_scale) * u128::from(offs).pow(3)) >> (10 + 3 * BICTCP_HZ)) as u64;
+    let target = if t < k {
+        origin.saturating_sub(delta)
+    } else {
+        origin + delta
+    };
+    if target > cwnd {
+        cwnd / (target - cwnd)
+    } else {
+        100 * cwnd
+    }
 }
 
 /// The greatest x with x^3 <= a.
@@ -133,29 +165,11 @@ impl Cubic26 {
         let epoch_start = *self.epoch_start.get_or_insert_with(|| {
             self.ack_cnt = 1;
             self.tcp_cwnd = cwnd;
-            if self.last_max_cwnd <= cwnd {
-                self.k = 0;
-                self.origin = cwnd;
-            } else {
-                self.k = cube_root(CUBE_FACTOR * (self.last_max_cwnd - cwnd));
-                self.origin = self.last_max_cwnd;
-            }
+            (self.origin, self.k) = origin_and_k(self.last_max_cwnd, cwnd);
             now
         });
         let t = ((now + self.delay_min_jiffies() - epoch_start) << BICTCP_HZ) / HZ;
-        let offs = t.abs_diff(self.k);
-        let delta =
-            ((u128::from(CUBE_RTT_SCALE) * u128::from(offs).pow(3)) >> (10 + 3 * BICTCP_HZ)) as u64;
-        let target = if t < self.k {
-            self.origin.saturating_sub(delta)
-        } else {
-            self.origin + delta
-        };
-        self.cnt = if target > cwnd {
-            cwnd / (target - cwnd)
-        } else {
-            100 * cwnd
-        };
+        self.cnt = cnt_toward_curve(self.origin, self.k, t, CUBE_RTT_SCALE, cwnd);
         if self.delay_min > 0 {
             // "max increment = Smax * rtt / 0.1"
             let min_cnt = (cwnd * HZ * 8) / (10 * MAX_INCREMENT * self.delay_min);

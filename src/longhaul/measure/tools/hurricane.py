@@ -33,13 +33,7 @@ class HurricaneError(ToolError):
 
 def binary() -> Path:
     """`$HURRICANE`, the workspace's release build, or one on PATH."""
-    found = binaries.find("HURRICANE", "target/release/hurricane", "hurricane")
-    if found is None:
-        raise HurricaneError(
-            "hurricane is not built: run `make setup` (it runs `cargo build --release -p "
-            "hurricane`), or set HURRICANE to the binary"
-        )
-    return found
+    return binaries.cargo_built("HURRICANE", "hurricane", HurricaneError)
 
 
 @dataclass(frozen=True)
