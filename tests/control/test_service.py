@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from cryptography import x509
 from sqlalchemy import select
 
 from longhaul.control.db import Reservation
@@ -279,6 +280,13 @@ def test_user_names_are_unique(service, alice):
 
 
 def test_a_certificate_subject_signs_a_user_in(service):
-    user, _ = service.add_user("carol", cert_subject="CN=carol,O=ORNL")
+    user, _ = service.add_user("carol", cert_subject="CN=carol, O=ORNL")
+    assert user.cert_subject == "CN=carol,O=ornl"
     assert service.user_by_cert("CN=carol,O=ORNL").id == user.id
+    # A certificate's subject in the order `openssl req -subj /CN=carol/O=ORNL` gives it.
+    openssl_order = x509.Name.from_rfc4514_string("O=ORNL,CN=carol")
+    assert service.user_by_cert(openssl_order).id == user.id
     assert service.user_by_cert("CN=mallory") is None
+    assert service.user_by_cert("not a name") is None
+    with pytest.raises(InputError, match="cert_subject"):
+        service.add_user("dave", cert_subject="dave")

@@ -7,7 +7,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select
 
-import longhaul.measure.store  # noqa: F401 (its tables join the metadata)
+# Their tables join the metadata, as they do when the whole suite has imported them.
+import longhaul.measure.schedules
+import longhaul.measure.store  # noqa: F401
 from longhaul.control.db import User
 from longhaul.db import Base, Database, migrate
 
@@ -22,6 +24,26 @@ def test_migrations_match_the_models(db_url):
     assert {"users", "reservations", "state_changes", "campaigns", "measurements"} <= set(
         inspect(db.engine).get_table_names()
     )
+    db.dispose()
+
+
+def test_certificate_subjects_stored_before_0008_become_canonical(db_url):
+    db = Database(db_url)
+    migrate(db.engine, "0007")
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    with db.write() as session:
+        for name, subject in [("carol", "CN=carol, O=ORNL"), ("odd", "not a name"),
+                              ("twin", "O=ORNL,CN=carol"), ("none", None)]:  # fmt: skip
+            session.add(
+                User(name=name, role="user", token_hash=name, cert_subject=subject, created_at=when)
+            )
+    migrate(db.engine)
+    with db.read() as session:
+        stored = {name: subject for name, subject in session.execute(
+            select(User.name, User.cert_subject))}  # fmt: skip
+    # The first of two users with one name gets the canonical form, the other keeps hers.
+    assert stored == {"carol": "CN=carol,O=ornl", "odd": "not a name",
+                      "twin": "O=ORNL,CN=carol", "none": None}  # fmt: skip
     db.dispose()
 
 

@@ -9,12 +9,26 @@
 // The query methods mirror the Python signatures, py token included.
 #![allow(clippy::too_many_arguments)]
 
+use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use longhaul_schedule::{FreeTimeline, Graph, LinkRate, Network, Step, Way, intervals};
 
 type Booking = (usize, i64, i64, i64);
+
+create_exception!(
+    _schedule,
+    RangeError,
+    PyValueError,
+    "A number the scheduling core does not hold: an instant outside [NEG_INF, POS_INF], \
+     a duration outside (0, POS_INF], a bandwidth outside (0, MAX_MBPS]. Checked before \
+     any arithmetic, so a number near 2**63 is refused instead of wrapping."
+);
+
+/// The largest bandwidth the core takes (an exabit per second, in Mb/s): sums of a
+/// million such bookings, and rounding up to a granularity, stay far inside `i64`.
+const MAX_MBPS: i64 = 1 << 40;
 
 #[pymodule]
 mod _schedule {
@@ -23,51 +37,60 @@ mod _schedule {
     use super::{PyFreeTimeline, PyNetwork, PyWay};
     use pyo3::prelude::*;
 
+    use super::{flat, instant};
+
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("NEG_INF", intervals::NEG_INF)?;
         m.add("POS_INF", intervals::POS_INF)?;
+        m.add("MAX_MBPS", super::MAX_MBPS)?;
+        m.add("RangeError", m.py().get_type::<super::RangeError>())?;
         Ok(())
     }
 
     /// a ⊕ b of two flat interval sets.
     #[pyfunction]
-    fn union(a: Vec<i64>, b: Vec<i64>) -> Vec<i64> {
-        intervals::union(&a, &b)
+    fn union(a: Vec<i64>, b: Vec<i64>) -> PyResult<Vec<i64>> {
+        Ok(intervals::union(flat(&a)?, flat(&b)?))
     }
 
     /// a ⊗ b of two flat interval sets.
     #[pyfunction]
-    fn intersect(a: Vec<i64>, b: Vec<i64>) -> Vec<i64> {
-        intervals::intersect(&a, &b)
+    fn intersect(a: Vec<i64>, b: Vec<i64>) -> PyResult<Vec<i64>> {
+        Ok(intervals::intersect(flat(&a)?, flat(&b)?))
     }
 
     #[pyfunction]
-    fn complement(a: Vec<i64>) -> Vec<i64> {
-        intervals::complement(&a)
+    fn complement(a: Vec<i64>) -> PyResult<Vec<i64>> {
+        Ok(intervals::complement(flat(&a)?))
     }
 
     #[pyfunction]
-    fn difference(a: Vec<i64>, b: Vec<i64>) -> Vec<i64> {
-        intervals::difference(&a, &b)
+    fn difference(a: Vec<i64>, b: Vec<i64>) -> PyResult<Vec<i64>> {
+        Ok(intervals::difference(flat(&a)?, flat(&b)?))
     }
 
     /// The starts t with [t, t + duration) inside a.
     #[pyfunction]
     fn erode(a: Vec<i64>, duration: i64) -> PyResult<Vec<i64>> {
-        super::positive(duration, "duration")?;
-        Ok(intervals::erode(&a, duration))
+        super::length(duration)?;
+        Ok(intervals::erode(flat(&a)?, duration))
     }
 
     #[pyfunction]
-    fn contains(a: Vec<i64>, t: i64) -> bool {
-        intervals::contains(&a, t)
+    fn contains(a: Vec<i64>, t: i64) -> PyResult<bool> {
+        instant(t, "t")?;
+        Ok(intervals::contains(flat(&a)?, t))
     }
 
     /// The flat set covering (lo, hi) pairs given in any order.
     #[pyfunction]
-    fn normalize(pairs: Vec<(i64, i64)>) -> Vec<i64> {
-        intervals::normalize(pairs)
+    fn normalize(pairs: Vec<(i64, i64)>) -> PyResult<Vec<i64>> {
+        for &(lo, hi) in &pairs {
+            instant(lo, "lo")?;
+            instant(hi, "hi")?;
+        }
+        Ok(intervals::normalize(pairs))
     }
 }
 
@@ -79,15 +102,22 @@ struct PyFreeTimeline(FreeTimeline);
 impl PyFreeTimeline {
     /// From (start, end, mbps) loads, each taking mbps during [start, end).
     #[staticmethod]
-    fn build(capacity_mbps: i64, loads: Vec<(i64, i64, i64)>) -> Self {
-        Self(FreeTimeline::build(capacity_mbps, &loads))
+    fn build(capacity_mbps: i64, loads: Vec<(i64, i64, i64)>) -> PyResult<Self> {
+        bandwidth(capacity_mbps, "capacity_mbps")?;
+        for &(start, end, mbps) in &loads {
+            ordered(start, end)?;
+            bandwidth(mbps, "mbps")?;
+        }
+        Ok(Self(FreeTimeline::build(capacity_mbps, &loads)))
     }
 
     /// A new timeline with mbps more taken during [start, end) (less, if negative).
-    fn with_load(&self, start: i64, end: i64, mbps: i64) -> Self {
+    fn with_load(&self, start: i64, end: i64, mbps: i64) -> PyResult<Self> {
+        ordered(start, end)?;
+        bandwidth(mbps.saturating_abs(), "mbps")?;
         let mut timeline = self.0.clone();
         timeline.add_load(start, end, mbps);
-        Self(timeline)
+        Ok(Self(timeline))
     }
 
     #[getter]
@@ -105,8 +135,9 @@ impl PyFreeTimeline {
         self.0.free().to_vec()
     }
 
-    fn free_at(&self, t: i64) -> i64 {
-        self.0.free_at(t)
+    fn free_at(&self, t: i64) -> PyResult<i64> {
+        instant(t, "t")?;
+        Ok(self.0.free_at(t))
     }
 
     fn min_free(&self, start: i64, end: i64) -> PyResult<i64> {
@@ -116,7 +147,8 @@ impl PyFreeTimeline {
 
     fn free_starts(&self, need_mbps: i64, lo: i64, hi: i64, duration: i64) -> PyResult<Vec<i64>> {
         ordered(lo, hi)?;
-        positive(duration, "duration")?;
+        length(duration)?;
+        within(need_mbps, 0, MAX_MBPS, "need_mbps")?;
         Ok(self.0.free_starts(need_mbps, lo, hi, duration))
     }
 
@@ -188,7 +220,10 @@ impl PyNetwork {
             )));
         }
         for &granularity in &granularities_mbps {
-            positive(granularity, "granularity_mbps")?;
+            bandwidth(granularity, "granularity_mbps")?;
+        }
+        for &capacity in &capacities_mbps {
+            bandwidth(capacity, "capacity_mbps")?;
         }
         let rates = capacities_mbps
             .into_iter()
@@ -215,7 +250,7 @@ impl PyNetwork {
         for &(link, start, end, mbps) in &bookings {
             self.link(link)?;
             ordered(start, end)?;
-            positive(mbps, "mbps")?;
+            bandwidth(mbps, "mbps")?;
         }
         let mut network = self.0.clone();
         py.detach(|| network.add_bookings(&bookings, release));
@@ -231,7 +266,7 @@ impl PyNetwork {
         hi: i64,
     ) -> PyResult<Option<Vec<Step>>> {
         self.check(way)?;
-        positive(need, "need")?;
+        bandwidth(need, "need")?;
         ordered(lo, hi)?;
         Ok(py.detach(|| self.0.fixed_slot(&way.0, need, lo, hi)))
     }
@@ -258,8 +293,10 @@ impl PyNetwork {
         stop: i64,
     ) -> PyResult<Vec<i64>> {
         self.check(way)?;
-        positive(need, "need")?;
-        positive(duration, "duration")?;
+        bandwidth(need, "need")?;
+        length(duration)?;
+        instant(first, "first")?;
+        instant(stop, "stop")?;
         Ok(py.detach(|| self.0.slots(&way.0, need, duration, first, stop)))
     }
 
@@ -272,8 +309,9 @@ impl PyNetwork {
         first: i64,
     ) -> PyResult<Option<i64>> {
         self.check(way)?;
-        positive(need, "need")?;
-        positive(duration, "duration")?;
+        bandwidth(need, "need")?;
+        length(duration)?;
+        instant(first, "first")?;
         Ok(py.detach(|| self.0.earliest(&way.0, need, duration, first)))
     }
 
@@ -368,6 +406,8 @@ impl PyNetwork {
 }
 
 fn ordered(start: i64, end: i64) -> PyResult<()> {
+    instant(start, "start")?;
+    instant(end, "end")?;
     if start < end {
         Ok(())
     } else {
@@ -377,12 +417,32 @@ fn ordered(start: i64, end: i64) -> PyResult<()> {
     }
 }
 
-fn positive(value: i64, name: &str) -> PyResult<()> {
-    if value > 0 {
+fn instant(t: i64, name: &str) -> PyResult<()> {
+    within(t, intervals::NEG_INF, intervals::POS_INF, name)
+}
+
+/// A flat interval set whose every bound is an instant the core holds.
+fn flat(bounds: &[i64]) -> PyResult<&[i64]> {
+    for &t in bounds {
+        instant(t, "a bound")?;
+    }
+    Ok(bounds)
+}
+
+fn length(us: i64) -> PyResult<()> {
+    within(us, 1, intervals::POS_INF, "duration")
+}
+
+fn bandwidth(mbps: i64, name: &str) -> PyResult<()> {
+    within(mbps, 1, MAX_MBPS, name)
+}
+
+fn within(value: i64, least: i64, most: i64, name: &str) -> PyResult<()> {
+    if (least..=most).contains(&value) {
         Ok(())
     } else {
-        Err(PyValueError::new_err(format!(
-            "{name} must be positive, got {value}"
+        Err(RangeError::new_err(format!(
+            "{name} must lie in [{least}, {most}], got {value}"
         )))
     }
 }

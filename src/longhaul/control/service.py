@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from cryptography import x509
 from sqlalchemy import Select, func, insert, or_, select
 from sqlalchemy.orm import Session
 
@@ -30,13 +32,18 @@ from longhaul.control.db import (
 from longhaul.control.drivers import Circuit, Driver, DriverError
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, Event, State, next_state
+from longhaul.control.subjects import canonical_subject
 from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, format_instant
 from longhaul.schedule import Availability, EarliestStart, WidestPath
+from longhaul.schedule.instants import LATEST, YEARS, to_us
 from longhaul.topology import Path, Topology
 
 log = logging.getLogger(__name__)
+
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""What a description may not hold: control characters other than tab and line breaks."""
 
 SCHEDULER = "scheduler"
 """The actor recorded for what the job runner does."""
@@ -163,6 +170,11 @@ class Service:
             or not name.replace("-", "").replace("_", "").replace(".", "").isalnum()
         ):
             raise InputError("name", f"{name!r}: use 1-64 letters, digits, '-', '_' or '.'")
+        if cert_subject is not None:
+            try:
+                cert_subject = canonical_subject(cert_subject)
+            except ValueError as error:
+                raise InputError("cert_subject", str(error)) from error
         token = "lh_" + secrets.token_urlsafe(32)
         with self.db.write() as session:
             if session.scalar(select(User).where(User.name == name)) is not None:
@@ -192,9 +204,15 @@ class Service:
             self._tokens[key] = (user, now + TOKEN_CACHE_S)
         return user
 
-    def user_by_cert(self, subject: str) -> User | None:
+    def user_by_cert(self, subject: x509.Name | str) -> User | None:
+        """The user whose certificate subject is the same distinguished name, however its
+        attributes are ordered, spaced or cased (see `subjects`)."""
+        try:
+            canonical = canonical_subject(subject)
+        except ValueError:
+            return None
         with self.db.read() as session:
-            return session.scalar(select(User).where(User.cert_subject == subject))
+            return session.scalar(select(User).where(User.cert_subject == canonical))
 
     def users(self) -> list[User]:
         with self.db.read() as session:
@@ -231,6 +249,12 @@ class Service:
         start = self._start(request, now)
         duration = self._duration(request, start)
         route = self._route(request)
+        if control := CONTROL_CHARACTER.search(request.description):
+            # PostgreSQL cannot store a NUL, and no control character belongs in a note.
+            raise InputError(
+                "description",
+                f"holds the control character {control.group()!r} at {control.start()}",
+            )
         src, dst = (
             self.ledger.idle.end(request.src, "src"),
             self.ledger.idle.end(request.dst, "dst"),
@@ -332,6 +356,8 @@ class Service:
     def modify(self, actor: User, reservation_id: int, change: ReservationChange) -> Reservation:
         """Change the end or the bandwidth: on the same path if it still fits, else on a new
         one. If nothing fits, or the network refuses, the reservation stays as it was."""
+        if change.end is None and change.bandwidth_mbps is None:
+            raise InputError("body", "nothing to change: give end, bandwidth_mbps or both")
         now = self.clock()
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
@@ -627,6 +653,7 @@ class Service:
             return this_second
         if request.start.tzinfo is None:
             raise InputError("start", "needs a time zone, e.g. 2030-01-07T09:00:00Z")
+        to_us(request.start, "start")  # in the years the schedule holds
         if request.start < now - PAST_START_TOLERANCE and not request.asap:
             raise InputError("start", f"{format_instant(request.start)} is in the past; use 'now'")
         return max(request.start, this_second) if request.asap else request.start
@@ -643,10 +670,8 @@ class Service:
         assert request.duration is not None
         if request.duration <= timedelta(0):
             raise InputError("duration", "must be positive")
-        try:
-            start + request.duration
-        except OverflowError:
-            raise InputError("duration", "ends after the year 9999") from None
+        if request.duration > LATEST - start:
+            raise InputError("duration", f"{request.duration} ends after the years {YEARS}")
         return request.duration
 
     def _route(self, request: ReservationRequest) -> Sequence[str] | None:

@@ -60,13 +60,13 @@ def _sqlite_begin(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema up to date (creating it on first run)."""
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema up to date (creating it on first run), or to `revision`."""
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     with engine.connect() as connection:
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        command.upgrade(config, revision)
         connection.commit()
 
 

@@ -328,7 +328,9 @@ class Availability:
         for k, booking in enumerate(bookings):
             where = f"bookings[{k}]"
             link = self._link_index(booking.link_id, f"{where}.link_id")
-            start, end = span_us(booking.start, booking.end, f"{where}.start", f"{where}.end")
+            start, end = span_us(
+                booking.start, booking.end, f"{where}.start", f"{where}.end", bounded=False
+            )
             mbps = bandwidth(booking.bandwidth_mbps, f"{where}.bandwidth_mbps")
             loads.append((link, start, end, mbps))
         return loads

@@ -20,8 +20,8 @@ def service_of(request: Request) -> Service:
     return service
 
 
-def certificate_subject(request: Request) -> str | None:
-    """The RFC 4514 subject of the verified client certificate, if the client sent one.
+def certificate_subject(request: Request) -> x509.Name | None:
+    """The subject of the verified client certificate, if the client sent one.
 
     Read from the ASGI TLS extension (`client_cert_chain`, PEM, leaf first), which
     longhaul's server fills in (see server.py).
@@ -30,7 +30,7 @@ def certificate_subject(request: Request) -> str | None:
     chain = tls.get("client_cert_chain") or []
     if not chain:
         return None
-    return x509.load_pem_x509_certificate(chain[0].encode()).subject.rfc4514_string()
+    return x509.load_pem_x509_certificate(chain[0].encode()).subject
 
 
 BEARER = HTTPBearer(
@@ -64,7 +64,9 @@ def authenticate(request: Request, token: str | None) -> User:
     if subject := certificate_subject(request):
         user = service.user_by_cert(subject)
         if user is None:
-            raise UnauthorizedError(f"no user has the certificate subject {subject!r}")
+            raise UnauthorizedError(
+                f"no user has the certificate subject {subject.rfc4514_string()!r}"
+            )
         return user
     raise UnauthorizedError(
         "send 'Authorization: Bearer TOKEN' (make one with `longhaul user add NAME`)"

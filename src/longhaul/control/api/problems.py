@@ -70,7 +70,13 @@ def install(app: FastAPI) -> None:
         errors = []
         for error in exc.errors():
             message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-            errors.append({"field": _field(error.get("loc", ())) or "body", "message": message})
+            field = _field(error.get("loc", ())) or "body"
+            if error.get("type") == "json_invalid":
+                # pydantic puts the character offset where a field goes.
+                found = (error.get("ctx") or {}).get("error", "")
+                message = f"not valid JSON at character {field}" + (f": {found}" if found else "")
+                field = "body"
+            errors.append({"field": field, "message": message})
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return problem(422, "invalid-input", "Invalid input", detail, request, errors=errors)
 

@@ -36,7 +36,7 @@ class ReservationIn(_In):
 
     src: EndIn
     dst: EndIn
-    bandwidth_mbps: int = Field(gt=0, le=MAX_MBPS)
+    bandwidth_mbps: int = Field(gt=0, le=MAX_MBPS, strict=True)
     start: AwareDatetime | Literal["now", "asap"] = Field(
         default="now",
         description="When to start: a time with a zone, 'now', or 'asap' (the earliest "
@@ -62,9 +62,13 @@ class ReservationIn(_In):
 
 class ReservationPatch(_In):
     end: AwareDatetime | None = None
-    bandwidth_mbps: int | None = Field(default=None, gt=0, le=MAX_MBPS)
+    bandwidth_mbps: int | None = Field(default=None, gt=0, le=MAX_MBPS, strict=True)
     version: int | None = Field(
-        default=None, ge=1, le=2**31, description="Apply only if still at this version."
+        default=None,
+        ge=1,
+        le=2**31,
+        strict=True,
+        description="Apply only if still at this version.",
     )
 
 
