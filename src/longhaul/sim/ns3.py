@@ -132,8 +132,10 @@ def known(case: Case, recorded: dict[str, Any] | None = None) -> dict[str, Any] 
         return {**json.loads(cached.read_text()), "from": "cache"}
     recorded = recorded_answers() if recorded is None else recorded
     if case.key() in recorded["answers"]:
-        answer: dict[str, Any] = recorded["answers"][case.key()]["answer"]
-        return {**answer, "from": f"recorded {recorded['measured']} ({recorded['ns3']})"}
+        entry = recorded["answers"][case.key()]
+        answer: dict[str, Any] = entry["answer"]
+        measured = entry.get("measured", recorded["measured"])
+        return {**answer, "from": f"recorded {measured} ({recorded['ns3']})"}
     return None
 
 
@@ -194,18 +196,28 @@ def recorded_answers() -> dict[str, Any]:
 
 
 def record(cases: Iterable[Case], target: Path) -> int:
-    """Write the cached answers of the cases to `target` (the shipped answers file);
-    returns how many cases had none."""
+    """Write the answers of the cases to `target` (the shipped answers file): this
+    machine's cached ones, measured today, else those `target` holds already, each with
+    the day it was measured; returns how many cases had neither."""
+    before = json.loads(target.read_text()) if target.is_file() else {"answers": {}}
     answers, missing = {}, 0
     for case in cases:
         cached = _cached(case)
-        if not cached.is_file():
+        if cached.is_file():
+            answers[case.key()] = {
+                "case": asdict(case),
+                "answer": json.loads(cached.read_text()),
+                "measured": date.today().isoformat(),
+            }
+        elif case.key() in before["answers"]:
+            kept = before["answers"][case.key()]
+            answers[case.key()] = {"measured": before.get("measured"), **kept}
+        else:
             missing += 1
-            continue
-        answers[case.key()] = {"case": asdict(case), "answer": json.loads(cached.read_text())}
+    days = sorted({entry["measured"] for entry in answers.values() if entry.get("measured")})
     document = {
         "ns3": version(),
-        "measured": date.today().isoformat(),
+        "measured": days[-1] if days else date.today().isoformat(),
         "program": SOURCE.name,
         "answers": answers,
     }

@@ -136,8 +136,10 @@ def ns3_grouped_cases() -> list[tuple[Ns3Group, ns3.Case]]:
 
 
 def ns3_cases() -> list[ns3.Case]:
-    """Every run ns-3 answers: each case once per seed (see `ns3_seeded`)."""
-    return [run for _, case in ns3_grouped_cases() for run in ns3_seeded(case)]
+    """Every run ns-3 has answered here or in the recorded answers: each case once per
+    seed, as many seeds as `ns3_seeded` asks of what is known."""
+    runs, _ = ns3_seeded([case for _, case in ns3_grouped_cases()], ns3_known_answers)
+    return [run for each in runs for run in each]
 
 
 NS3_TOLERANCE = 0.10
@@ -293,18 +295,82 @@ def ns3_engine_difference(case: ns3.Case) -> str | None:
 
 
 NS3_LOSSY_SEEDS = 5
-"""Both sides of a case with random loss are the mean over this many seeds: the loss
-pattern, not the model, is what one run's luck varies, and a rare event can rule a whole
-run (a lost retransmission that starts ns-3's timeout livelock)."""
+"""Both sides of a case with random loss are the mean over at least this many seeds: the
+loss pattern, not the model, is what one run's luck varies, and a rare event can rule a
+whole run (a lost retransmission that starts ns-3's timeout livelock)."""
+NS3_LOSSY_MAX_SEEDS = 20
+NS3_MEAN_PRECISION = 0.05
+"""A lossy case gets further seeds, one at a time, until the standard error of ns-3's
+mean is at most this share of the mean (the sequential rule of a fixed-precision
+estimate), or it has NS3_LOSSY_MAX_SEEDS, or another seed would take its ns-3 runs past
+NS3_SEED_BUDGET_S. Five seeds left a mean whose standard error was up to 23 % of it (one
+Reno flow at 1e-3: 19.3, 18.7, 16.8, 17.7 and 1.19 Mb/s), so a 10 % comparison judged the
+seeds' luck. The rule looks at ns-3's answers only, never at the simulator's."""
+SIM_LOSSY_SEEDS = NS3_LOSSY_MAX_SEEDS
+"""The simulator's side of a lossy case is the mean over this many seeds whatever ns-3
+needed: they cost it seconds, and its mean is then known to 1-8 % (standard error over 20
+seeds, 2026-11-26). Its seeds and ns-3's are different random streams, so pairing them by
+number would gain nothing."""
+NS3_SEED_BUDGET_S = 3600.0
+"""ns-3 wall time, summed over a case's seeds, past which no seed is added: eight
+Scalable flows at 163 ms take ns-3 12.5 minutes a run (its cost grows with the square of
+the window), so that case stays at its five seeds."""
 
 
-def ns3_seeds(case: ns3.Case) -> int:
-    return NS3_LOSSY_SEEDS if case.loss > 0 else 1
+def ns3_first_runs(case: ns3.Case) -> list[ns3.Case]:
+    """The case's runs before any answer is known: seeds 1-5 of a lossy case (the first
+    the case itself), the case alone without loss."""
+    count = NS3_LOSSY_SEEDS if case.loss > 0 else 1
+    return [dataclasses.replace(case, seed=seed) for seed in range(1, count + 1)]
 
 
-def ns3_seeded(case: ns3.Case) -> list[ns3.Case]:
-    """The case's runs: one per seed, the first the case itself (seed 1)."""
-    return [dataclasses.replace(case, seed=seed) for seed in range(1, ns3_seeds(case) + 1)]
+def sim_runs(case: ns3.Case) -> list[ns3.Case]:
+    """The simulator's runs of a case: SIM_LOSSY_SEEDS seeds of a lossy case, the case
+    alone without loss."""
+    count = SIM_LOSSY_SEEDS if case.loss > 0 else 1
+    return [dataclasses.replace(case, seed=seed) for seed in range(1, count + 1)]
+
+
+def ns3_wants_another_seed(case: ns3.Case, answers: list[dict[str, Any]]) -> bool:
+    """Whether a lossy case's ns-3 mean over `answers` (one per seed, in seed order) is
+    not yet known to NS3_MEAN_PRECISION, and another seed is allowed."""
+    if case.loss == 0 or any("error" in a for a in answers):
+        return False
+    count = len(answers)
+    wall_s = sum(float(a["wall_s"]) for a in answers)
+    if count >= NS3_LOSSY_MAX_SEEDS or wall_s * (count + 1) / count > NS3_SEED_BUDGET_S:
+        return False
+    goodputs = [float(a["goodput_bps"]) for a in answers]
+    mean = statistics.fmean(goodputs)
+    standard_error = statistics.stdev(goodputs) / count**0.5
+    return mean > 0 and standard_error > NS3_MEAN_PRECISION * mean
+
+
+AnswerRuns = Callable[[list[ns3.Case]], list[dict[str, Any]]]
+"""ns-3's answers to a list of runs, in its order."""
+
+
+def ns3_seeded(
+    cases: list[ns3.Case], answer_runs: AnswerRuns
+) -> tuple[list[list[ns3.Case]], list[list[dict[str, Any]]]]:
+    """Each case's runs and ns-3's answers to them: its first runs, then one seed more
+    at a time while `ns3_wants_another_seed` (the cases that want one asked together, so
+    ns-3 runs them side by side)."""
+    runs = [ns3_first_runs(case) for case in cases]
+    answers = _by_case(runs, answer_runs([run for each in runs for run in each]))
+    while wanting := [i for i, c in enumerate(cases) if ns3_wants_another_seed(c, answers[i])]:
+        extra = [dataclasses.replace(cases[i], seed=len(runs[i]) + 1) for i in wanting]
+        for i, run, answer in zip(wanting, extra, answer_runs(extra), strict=True):
+            runs[i].append(run)
+            answers[i].append(answer)
+    return runs, answers
+
+
+def ns3_known_answers(runs: list[ns3.Case]) -> list[dict[str, Any]]:
+    """The answers here or in the recorded ones, without running ns-3; a run without
+    one answers an error, which ends its case's seeds."""
+    recorded = ns3.recorded_answers()
+    return [ns3.known(run, recorded) or {"error": "no answer recorded"} for run in runs]
 
 
 def _bdp_bytes(case: ns3.Case) -> int:
@@ -378,9 +444,9 @@ def _by_case(seeded: list[list[ns3.Case]], values: list[T]) -> list[list[T]]:
 
 def _ns3_answers(
     cases: list[ns3.Case], workers: int | None, progress: Progress | None, rerun_ns3: bool
-) -> dict[int, dict[str, Any]]:
-    """ns-3's answer for each case: recorded or cached, else run (or every case run, with
-    `rerun_ns3`)."""
+) -> list[dict[str, Any]]:
+    """ns-3's answer for each case, in order: recorded or cached, else run (or every
+    case run, with `rerun_ns3`)."""
     answers: dict[int, dict[str, Any]] = {}
     if not rerun_ns3:
         recorded = ns3.recorded_answers()
@@ -401,9 +467,12 @@ def _ns3_answers(
             answers[index] = future.result()
             if progress:
                 case = cases[index]
-                what = f"ns-3: {case.cc} x {case.streams}, {case.rtt_ms:g} ms, loss {case.loss:g}"
+                what = (
+                    f"ns-3: {case.cc} x {case.streams}, {case.rtt_ms:g} ms, "
+                    f"loss {case.loss:g}, seed {case.seed}"
+                )
                 progress(what, len(answers), len(cases))
-    return answers
+    return [answers[index] for index in range(len(cases))]
 
 
 def validate_ns3(
@@ -416,18 +485,19 @@ def validate_ns3(
     no answer for here or in the recorded answers, or on all of them with `rerun_ns3`."""
     grouped = ns3_grouped_cases()
     cases = [case for _, case in grouped]
-    seeded = [ns3_seeded(case) for case in cases]
-    flat = [run for runs in seeded for run in runs]
+    seeded, per_seed = ns3_seeded(
+        cases, lambda runs: _ns3_answers(runs, workers, progress, rerun_ns3)
+    )
+    answers = [_mean_answer(each) for each in per_seed]
+    simulated = [sim_runs(case) for case in cases]
+    flat = [run for runs in simulated for run in runs]
     ours = [
-        statistics.fmean(v) for v in _by_case(seeded, _sim_goodputs_bps(flat, NS3_STACK, workers))
+        statistics.fmean(v)
+        for v in _by_case(simulated, _sim_goodputs_bps(flat, NS3_STACK, workers))
     ]
     linux = [
-        statistics.fmean(v) for v in _by_case(seeded, _sim_goodputs_bps(flat, LINUX_STACK, workers))
-    ]
-    flat_answers = _ns3_answers(flat, workers, progress, rerun_ns3)
-    answers = [
-        _mean_answer(per_seed)
-        for per_seed in _by_case(seeded, [flat_answers[i] for i in range(len(flat))])
+        statistics.fmean(v)
+        for v in _by_case(simulated, _sim_goodputs_bps(flat, LINUX_STACK, workers))
     ]
     rows = []
     for index, case in enumerate(cases):
@@ -440,7 +510,8 @@ def validate_ns3(
             "loss": case.loss,
             "queue_bdp": round(case.queue_bytes / _bdp_bytes(case), 2),
             "sim_mbps": round(ours[index] / 1e6, 2),
-            "seeds": ns3_seeds(case),
+            "seeds": len(seeded[index]),
+            "sim_seeds": len(simulated[index]),
             "linux_sim_mbps": round(linux[index] / 1e6, 2),
             "ns3_from": theirs["from"],
         }
