@@ -197,7 +197,7 @@ def _control_plane(folder: Path) -> Iterator[Client]:
         job_interval_s=1.0,
     )
     service, _runner, app = build(settings)
-    _user, token = service.add_user("demo", admin=True)
+    _user, token = service.accounts.add("demo", admin=True)
     server = uvicorn.Server(
         uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning")
     )

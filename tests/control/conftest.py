@@ -54,14 +54,14 @@ def service(db_url: str, tmp_path: Path, clock: Clock) -> Iterator[Service]:
 
 @pytest.fixture
 def alice(service: Service) -> Account:
-    return Account(*service.add_user("alice"))
+    return Account(*service.accounts.add("alice"))
 
 
 @pytest.fixture
 def bob(service: Service) -> Account:
-    return Account(*service.add_user("bob"))
+    return Account(*service.accounts.add("bob"))
 
 
 @pytest.fixture
 def admin(service: Service) -> Account:
-    return Account(*service.add_user("root", admin=True))
+    return Account(*service.accounts.add("root", admin=True))

@@ -264,29 +264,29 @@ def test_only_failed_reservations_retry_and_only_admins_clear(service, alice, ad
 def test_tokens_are_shown_once_and_stored_hashed(service, alice):
     assert alice.token.startswith("lh_") and len(alice.token) > 40
     assert alice.user.token_hash != alice.token
-    assert service.user_by_token(alice.token).name == "alice"
-    assert service.user_by_token(alice.token + "x") is None
+    assert service.accounts.by_token(alice.token).name == "alice"
+    assert service.accounts.by_token(alice.token + "x") is None
 
 
 @pytest.mark.parametrize("name", ["", "a b", "x" * 65, "semi;colon"])
 def test_user_names_are_checked(service, name):
     with pytest.raises(InputError):
-        service.add_user(name)
+        service.accounts.add(name)
 
 
 def test_user_names_are_unique(service, alice):
     with pytest.raises(InputError, match="exists already"):
-        service.add_user("alice")
+        service.accounts.add("alice")
 
 
 def test_a_certificate_subject_signs_a_user_in(service):
-    user, _ = service.add_user("carol", cert_subject="CN=carol, O=ORNL")
+    user, _ = service.accounts.add("carol", cert_subject="CN=carol, O=ORNL")
     assert user.cert_subject == "CN=carol,O=ornl"
-    assert service.user_by_cert("CN=carol,O=ORNL").id == user.id
+    assert service.accounts.by_cert("CN=carol,O=ORNL").id == user.id
     # A certificate's subject in the order `openssl req -subj /CN=carol/O=ORNL` gives it.
     openssl_order = x509.Name.from_rfc4514_string("O=ORNL,CN=carol")
-    assert service.user_by_cert(openssl_order).id == user.id
-    assert service.user_by_cert("CN=mallory") is None
-    assert service.user_by_cert("not a name") is None
+    assert service.accounts.by_cert(openssl_order).id == user.id
+    assert service.accounts.by_cert("CN=mallory") is None
+    assert service.accounts.by_cert("not a name") is None
     with pytest.raises(InputError, match="cert_subject"):
-        service.add_user("dave", cert_subject="dave")
+        service.accounts.add("dave", cert_subject="dave")

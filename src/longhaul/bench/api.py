@@ -118,7 +118,7 @@ def _user(url: str, folder: Path) -> str:
         migrate(db.engine)
         topology = usn()
         service = Service(db, topology, LogDriver(topology, folder / "driver.jsonl"))
-        _, token = service.add_user(f"bench-{int(time.time())}")
+        _, token = service.accounts.add(f"bench-{int(time.time())}")
         return token
     finally:
         db.dispose()

@@ -49,6 +49,7 @@ app.command(name="demo")(report.demo)
 app.command(name="serve")(control.serve)
 app.command(name="transfer")(transfer.transfer)
 app.add_typer(control.user_app, name="user")
+app.command(name="audit")(control.audit)
 for command in (reservations.login, reservations.reserve, reservations.reservations,
                 reservations.show, reservations.modify, reservations.cancel):  # fmt: skip
     app.command()(command)

@@ -6,6 +6,7 @@ take most of a second to load, which every other command would otherwise pay.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -107,7 +108,7 @@ def user_add(
 ) -> None:
     """Add a user and print their API token (shown this once; only its hash is kept)."""
     service = _offline_service(db)
-    user, token = service.add_user(name, admin=admin, cert_subject=cert_subject)
+    user, token = service.accounts.add(name, admin=admin, cert_subject=cert_subject)
     role = "admin" if admin else "user"
     note(f"Added {role} {user.name}. Their token (shown once, keep it safe):")
     print(token)
@@ -115,11 +116,84 @@ def user_add(
 
 
 @user_app.command("list")
-def user_list(db: DbOption = None) -> None:
+def user_list(
+    removed: Annotated[bool, typer.Option("--removed", help="Removed users too.")] = False,
+    db: DbOption = None,
+) -> None:
     """List users and their roles."""
-    for user in _offline_service(db).users():
+    for user in _offline_service(db).accounts.all(removed=removed):
         subject = f"  cert: {user.cert_subject}" if user.cert_subject else ""
-        console.print(f"{user.name:20s} {user.role:6s}{subject}")
+        gone = f"  removed {user.removed_at:%Y-%m-%d %H:%M}" if user.removed_at else ""
+        console.print(f"{user.name:20s} {user.role:6s}{subject}{gone}")
+
+
+NameArgument = Annotated[str, typer.Argument(help="The user's name.")]
+
+
+@user_app.command("rotate")
+def user_rotate(name: NameArgument, db: DbOption = None) -> None:
+    """Give the user a new API token; the old one stops working at once."""
+    token = _offline_service(db).accounts.rotate(name)
+    note(f"{name}'s new token (shown once; the old one no longer signs in):")
+    print(token)
+
+
+@user_app.command("revoke")
+def user_revoke(
+    name: NameArgument,
+    certificate: Annotated[
+        bool, typer.Option("--certificate", help="Their certificate subject too.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Stop the user's token working, at once (`rotate` gives them a new one)."""
+    _offline_service(db).accounts.revoke(name, certificate=certificate)
+    what = "token and certificate subject" if certificate else "token"
+    note(f"Revoked {name}'s {what}.")
+
+
+@user_app.command("remove")
+def user_remove(name: NameArgument, db: DbOption = None) -> None:
+    """Remove a user: they sign in no more; their reservations keep them as owner."""
+    _offline_service(db).accounts.remove(name)
+    note(f"Removed {name}. Their reservations stay (an admin may cancel them).")
+
+
+def audit(
+    since: Annotated[
+        str | None, typer.Option(help="Only events at or after this time (RFC 3339).")
+    ] = None,
+    actor: Annotated[str | None, typer.Option(help="Only this user's (or `cli`).")] = None,
+    action: Annotated[
+        str | None, typer.Option(help="Only actions starting so (user., token., sign-in, POST).")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.", min=1)] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+    db: DbOption = None,
+) -> None:
+    """What was done to users, tokens and reservations, and refused sign-ins: newest first."""
+    from longhaul.control import audit_log  # noqa: PLC0415 (see the docstring)
+    from longhaul.parsing import parse_instant  # noqa: PLC0415
+
+    service = _offline_service(db)
+    found = audit_log.events(
+        service.db,
+        since=None if since is None else parse_instant(since, "since"),
+        actor=actor,
+        action=action,
+        limit=limit,
+    )
+    for event in found:
+        if as_json:
+            print(json.dumps({"at": event.at.isoformat(), "actor": event.actor,
+                              "action": event.action, "target": event.target,
+                              "source": event.source, "outcome": event.outcome,
+                              "detail": event.detail}))  # fmt: skip
+        else:
+            print(
+                f"{event.at:%Y-%m-%d %H:%M:%S}  {event.actor:12s} {event.action:28s} "
+                f"{event.target:16s} {event.source:15s} {event.outcome:4s} {event.detail}".rstrip()
+            )
 
 
 def _offline_service(db: str | None) -> Service:

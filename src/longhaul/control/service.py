@@ -9,19 +9,16 @@ reservation as it was.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-import secrets
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from cryptography import x509
 from sqlalchemy import Select, func, insert, or_, select
 from sqlalchemy.orm import Session
 
+from longhaul.control.accounts import Accounts
 from longhaul.control.db import (
     RESERVATIONS,
     STATE_CHANGES,
@@ -32,7 +29,6 @@ from longhaul.control.db import (
 from longhaul.control.drivers import Circuit, Driver, DriverError
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, Event, State, next_state
-from longhaul.control.subjects import canonical_subject
 from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, format_instant
@@ -49,8 +45,6 @@ SCHEDULER = "scheduler"
 """The actor recorded for what the job runner does."""
 PAST_START_TOLERANCE = timedelta(minutes=1)
 """A start this far in the past still counts as now (clocks differ a little)."""
-TOKEN_CACHE_S = 30.0
-"""How long a token's user is remembered: a removed user keeps access this long at most."""
 LATE = timedelta(seconds=2)
 """A runner that is up starts circuits within milliseconds; later than this, it was not."""
 
@@ -154,69 +148,9 @@ class Service:
         self.driver = driver
         self.clock = clock
         self.ledger = BookingLedger(topology)
-        self._tokens: dict[str, tuple[User, float]] = {}
+        self.accounts = Accounts(db, clock)
         self.on_change: Callable[[datetime | None], None] = lambda _at: None
         """Called after a change with when it may make work due (None: now); the runner listens."""
-
-    # -- users ---------------------------------------------------------------------------
-
-    def add_user(
-        self, name: str, admin: bool = False, cert_subject: str | None = None
-    ) -> tuple[User, str]:
-        """A new user and their API token, which is shown this once and stored hashed."""
-        if (
-            not name
-            or len(name) > 64
-            or not name.replace("-", "").replace("_", "").replace(".", "").isalnum()
-        ):
-            raise InputError("name", f"{name!r}: use 1-64 letters, digits, '-', '_' or '.'")
-        if cert_subject is not None:
-            try:
-                cert_subject = canonical_subject(cert_subject)
-            except ValueError as error:
-                raise InputError("cert_subject", str(error)) from error
-        token = "lh_" + secrets.token_urlsafe(32)
-        with self.db.write() as session:
-            if session.scalar(select(User).where(User.name == name)) is not None:
-                raise InputError("name", f"a user named {name!r} exists already")
-            user = User(
-                name=name,
-                role="admin" if admin else "user",
-                token_hash=hash_token(token),
-                cert_subject=cert_subject,
-                created_at=self.clock(),
-            )
-            session.add(user)
-        return user, token
-
-    def user_by_token(self, token: str) -> User | None:
-        """The user a token signs in; remembered for `TOKEN_CACHE_S`, a query saved per request."""
-        key = hash_token(token)
-        now = time.monotonic()
-        known = self._tokens.get(key)
-        if known is not None and known[1] > now:
-            return known[0]
-        with self.db.read() as session:
-            user = session.scalar(select(User).where(User.token_hash == key))
-        if user is not None:
-            if len(self._tokens) >= 10_000:
-                self._tokens.clear()
-            self._tokens[key] = (user, now + TOKEN_CACHE_S)
-        return user
-
-    def user_by_cert(self, subject: x509.Name | str) -> User | None:
-        """The user whose certificate subject is the same distinguished name, however its
-        attributes are ordered, spaced or cased (see `subjects`)."""
-        try:
-            canonical = canonical_subject(subject)
-        except ValueError:
-            return None
-        with self.db.read() as session:
-            return session.scalar(select(User).where(User.cert_subject == canonical))
-
-    def users(self) -> list[User]:
-        with self.db.read() as session:
-            return list(session.scalars(select(User).order_by(User.name)))
 
     # -- availability ----------------------------------------------------------------------
 
@@ -680,11 +614,6 @@ class Service:
         if request.loop is not None:
             return self.topology.loop_links(request.loop)
         return request.route
-
-
-def hash_token(token: str) -> str:
-    # Tokens are 256 random bits, so a fast hash cannot be brute-forced.
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _job_for(state: State, start: datetime, end: datetime, now: datetime) -> str | None:

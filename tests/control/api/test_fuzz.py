@@ -30,7 +30,7 @@ def fuzzed(tmp_path_factory):
     migrate(db.engine)
     topology = usn()
     service = Service(db, topology, LogDriver(topology, folder / "driver.jsonl"), clock=Clock())
-    user, token = service.add_user("fuzzer", admin=True)
+    user, token = service.accounts.add("fuzzer", admin=True)
     for hours in (1, 3, 5):  # something to find, change and cancel
         start = T0 + timedelta(hours=hours)
         request = ReservationRequest(
@@ -63,6 +63,11 @@ def operations():
         "GET /api/v1/reservations/{reservation_id}/history",
         "GET /healthz",
         "GET /metrics",
+        "GET /api/v1/audit",
+        # Last: these may rotate or revoke the fuzzer's own token.
+        "POST /api/v1/users/{name}/token",
+        "DELETE /api/v1/users/{name}/token",
+        "DELETE /api/v1/users/{name}",
     ]
 
 

@@ -12,10 +12,13 @@ from fastapi_swagger import patch_fastapi
 from sqlalchemy import text
 
 from longhaul import __version__
+from longhaul.control import audit_log
 from longhaul.control.api import problems
+from longhaul.control.api.auditing import AuditMiddleware
 from longhaul.control.api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from longhaul.control.api.routes import router
 from longhaul.control.api.schemas import Health
+from longhaul.control.api.users import router as users
 from longhaul.control.jobs import JobRunner
 from longhaul.control.service import Service
 from longhaul.control.web.pages import router as pages
@@ -32,6 +35,8 @@ def create_app(
 ) -> FastAPI:
     """The app for `service`; `runner`, if given, runs while the app does."""
 
+    audit_writer = audit_log.Writer(service.db)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
@@ -39,6 +44,7 @@ def create_app(
         # collection walks it again, stopping every request (60-90 ms here, each few seconds).
         gc.collect()
         gc.freeze()
+        audit_writer.start()
         if runner is not None:
             runner.start()
         try:
@@ -46,6 +52,7 @@ def create_app(
         finally:
             if runner is not None:
                 runner.stop()
+            audit_writer.stop()
 
     app = FastAPI(
         title="longhaul",
@@ -59,6 +66,7 @@ def create_app(
         openapi_url="/api/v1/openapi.json",
     )
     app.state.service = service
+    app.state.audit_writer = audit_writer
     # Swagger UI from fastapi-swagger's copy, not FastAPI's default CDN.
     patch_fastapi(
         app,
@@ -69,9 +77,11 @@ def create_app(
         swagger_favicon_url="/api/docs/favicon.png",
     )
     metrics = Metrics(service)
+    app.add_middleware(AuditMiddleware, service=service, writer=audit_writer)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     problems.install(app)
     app.include_router(router)
+    app.include_router(users)
     app.include_router(pages)
     app.mount("/static", static, name="static")
 

@@ -8,6 +8,7 @@ from cryptography import x509
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from longhaul.control.api.auditing import ACTOR
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.db import User
 from longhaul.control.service import Service
@@ -48,21 +49,28 @@ def current_user(
 
 
 def authenticate(request: Request, token: str | None) -> User:
-    """The user a bearer token, else the page's cookie, else a client certificate signs in."""
+    """The user a bearer token, else the page's cookie, else a client certificate signs
+    in; their name is left for the audit log."""
+    user = _signed_in(request, token)
+    request.scope[ACTOR] = user.name
+    return user
+
+
+def _signed_in(request: Request, token: str | None) -> User:
     service = service_of(request)
     if token is not None and token.strip():
-        user = service.user_by_token(token.strip())
+        user = service.accounts.by_token(token.strip())
         if user is None:
             raise UnauthorizedError(
                 "that token matches no user; make one with `longhaul user add NAME`"
             )
         return user
     if cookie := request.cookies.get(COOKIE):
-        user = service.user_by_token(cookie)
+        user = service.accounts.by_token(cookie)
         if user is not None:
             return user
     if subject := certificate_subject(request):
-        user = service.user_by_cert(subject)
+        user = service.accounts.by_cert(subject)
         if user is None:
             raise UnauthorizedError(
                 f"no user has the certificate subject {subject.rfc4514_string()!r}"

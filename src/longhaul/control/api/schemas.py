@@ -214,3 +214,20 @@ class Health(BaseModel):
     database: str
     topology: str
     driver: str
+
+
+class TokenOut(BaseModel):
+    """A new API token, shown this once."""
+
+    user: str
+    token: str
+
+
+class AuditEventOut(BaseModel):
+    at: datetime
+    actor: str
+    action: str
+    target: str
+    source: str
+    outcome: str
+    detail: str

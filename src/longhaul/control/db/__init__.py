@@ -1,9 +1,11 @@
 """The reservation service's tables (the engine and migrations are in `longhaul.db`)."""
 
 from longhaul.control.db.models import (
+    AUDIT_EVENTS,
     LEDGER,
     RESERVATIONS,
     STATE_CHANGES,
+    AuditEvent,
     Ledger,
     Reservation,
     StateChange,
@@ -11,9 +13,11 @@ from longhaul.control.db.models import (
 )
 
 __all__ = [
+    "AUDIT_EVENTS",
     "LEDGER",
     "RESERVATIONS",
     "STATE_CHANGES",
+    "AuditEvent",
     "Ledger",
     "Reservation",
     "StateChange",

@@ -45,6 +45,9 @@ class User(Base):
     cert_subject: Mapped[str | None] = mapped_column(String(512), unique=True)
     """The subject of the X.509 client certificate that signs this user in, if any."""
     created_at: Mapped[datetime]
+    removed_at: Mapped[datetime | None]
+    """When an admin removed the user: they sign in no more, their reservations keep
+    their owner."""
 
 
 class Reservation(Base):
@@ -103,8 +106,31 @@ class StateChange(Base):
     reservation: Mapped[Reservation] = relationship(back_populates="history")
 
 
+class AuditEvent(Base):
+    """One thing done to users, tokens or reservations, or a sign-in refused: append-only
+    (nothing in longhaul updates or deletes a row)."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_at", "at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime]
+    actor: Mapped[str] = mapped_column(String(64))
+    """The user who did it, `cli` for an administrator at the server's shell, `-` when no
+    one signed in."""
+    action: Mapped[str] = mapped_column(String(64))
+    """What was asked: `user.add`, `token.rotate`, `sign-in`, `POST /api/v1/reservations`..."""
+    target: Mapped[str] = mapped_column(String(128))
+    source: Mapped[str] = mapped_column(String(64))
+    """Where from: the client's address, or `cli`."""
+    outcome: Mapped[str] = mapped_column(String(16))
+    """`ok`, or the HTTP status of a refusal (`401`, `409`, ...)."""
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+
 # The tables themselves, for plain (Core) statements on hot paths: naming the entity
 # instead would send them through the ORM's slower bulk machinery.
 RESERVATIONS = cast(Table, Reservation.__table__)
 STATE_CHANGES = cast(Table, StateChange.__table__)
 LEDGER = cast(Table, Ledger.__table__)
+AUDIT_EVENTS = cast(Table, AuditEvent.__table__)

@@ -92,7 +92,7 @@ def login_form(request: Request, next: str = "/") -> HTMLResponse:
 def login(
     request: Request, token: Annotated[str, Form()], next: Annotated[str, Form()] = "/"
 ) -> Response:
-    user = service_of(request).user_by_token(token.strip())
+    user = service_of(request).accounts.by_token(token.strip())
     if user is None:
         return _page(request, "login.html", None, next=next, error="That token matches no user.")
     target = next if next.startswith("/") and not next.startswith("//") else "/"

@@ -1,0 +1,153 @@
+"""Users, their API tokens and their certificate subjects.
+
+Every sign-in reads the database: a token revoked or rotated, a user removed, stops
+working at the next request, in every server process (a per-process cache once let a
+revoked token work for 30 s more). Each change is written to the audit log in the same
+transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+
+from cryptography import x509
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from longhaul.control import audit_log
+from longhaul.control.audit_log import CLI, Entry
+from longhaul.control.db import User
+from longhaul.control.subjects import canonical_subject
+from longhaul.db import Database
+from longhaul.errors import InputError
+
+
+class Accounts:
+    """The users of one database."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
+        self.db = db
+        self.clock = clock
+
+    def add(
+        self,
+        name: str,
+        admin: bool = False,
+        cert_subject: str | None = None,
+        actor: str = CLI,
+        source: str = CLI,
+    ) -> tuple[User, str]:
+        """A new user and their API token, which is shown this once and stored hashed."""
+        if (
+            not name
+            or len(name) > 64
+            or not name.replace("-", "").replace("_", "").replace(".", "").isalnum()
+        ):
+            raise InputError("name", f"{name!r}: use 1-64 letters, digits, '-', '_' or '.'")
+        if cert_subject is not None:
+            try:
+                cert_subject = canonical_subject(cert_subject)
+            except ValueError as error:
+                raise InputError("cert_subject", str(error)) from error
+        token = new_token()
+        role = "admin" if admin else "user"
+        with self.db.write() as session:
+            if session.scalar(select(User).where(User.name == name)) is not None:
+                raise InputError("name", f"a user named {name!r} exists already")
+            user = User(
+                name=name,
+                role=role,
+                token_hash=hash_token(token),
+                cert_subject=cert_subject,
+                created_at=self.clock(),
+            )
+            session.add(user)
+            detail = f"role {role}" + (f", certificate {cert_subject}" if cert_subject else "")
+            audit_log.record(
+                session, self.clock(), Entry(actor, "user.add", name, source, detail=detail)
+            )
+        return user, token
+
+    def by_token(self, token: str) -> User | None:
+        """The user a token signs in, unless revoked, rotated away or removed."""
+        with self.db.read() as session:
+            return session.scalar(
+                select(User).where(User.token_hash == hash_token(token), User.removed_at.is_(None))
+            )
+
+    def by_cert(self, subject: x509.Name | str) -> User | None:
+        """The user whose certificate subject is the same distinguished name, however its
+        attributes are ordered, spaced or cased (see `subjects`)."""
+        try:
+            canonical = canonical_subject(subject)
+        except ValueError:
+            return None
+        with self.db.read() as session:
+            return session.scalar(
+                select(User).where(User.cert_subject == canonical, User.removed_at.is_(None))
+            )
+
+    def all(self, removed: bool = False) -> list[User]:
+        """Every user, by name; removed ones too with `removed`."""
+        query = select(User).order_by(User.name)
+        if not removed:
+            query = query.where(User.removed_at.is_(None))
+        with self.db.read() as session:
+            return list(session.scalars(query))
+
+    def rotate(self, name: str, actor: str = CLI, source: str = CLI) -> str:
+        """A new token for the user; the old one stops working at once."""
+        token = new_token()
+        with self.db.write() as session:
+            user = self._user(session, name)
+            user.token_hash = hash_token(token)
+            audit_log.record(session, self.clock(), Entry(actor, "token.rotate", name, source))
+        return token
+
+    def revoke(
+        self, name: str, certificate: bool = False, actor: str = CLI, source: str = CLI
+    ) -> None:
+        """The user's token stops working at once (no new one is made: `rotate` makes
+        one); with `certificate`, their certificate subject signs them in no more."""
+        with self.db.write() as session:
+            user = self._user(session, name)
+            user.token_hash = _unusable_hash()
+            action = "token.revoke"
+            if certificate:
+                user.cert_subject = None
+                action = "token+certificate.revoke"
+            audit_log.record(session, self.clock(), Entry(actor, action, name, source))
+
+    def remove(self, name: str, actor: str = CLI, source: str = CLI) -> None:
+        """The user signs in no more, by token or certificate; their reservations stay
+        theirs (and run to their end: cancel them first to free the bandwidth)."""
+        with self.db.write() as session:
+            user = self._user(session, name)
+            user.removed_at = self.clock()
+            user.token_hash = _unusable_hash()
+            user.cert_subject = None
+            audit_log.record(session, self.clock(), Entry(actor, "user.remove", name, source))
+
+    def _user(self, session: Session, name: str) -> User:
+        user = session.scalar(select(User).where(User.name == name, User.removed_at.is_(None)))
+        if user is None:
+            raise InputError("name", f"no user named {name!r} (`longhaul user list` shows them)")
+        return user
+
+
+def new_token() -> str:
+    return "lh_" + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    # Tokens are 256 random bits, so a fast hash cannot be brute-forced.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _unusable_hash() -> str:
+    """A stored hash no token has: 256 random bits where a SHA-256 would be (the column
+    stays unique and filled)."""
+    return "revoked-" + secrets.token_hex(28)
