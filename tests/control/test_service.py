@@ -290,3 +290,14 @@ def test_a_certificate_subject_signs_a_user_in(service):
     assert service.accounts.by_cert("not a name") is None
     with pytest.raises(InputError, match="cert_subject"):
         service.accounts.add("dave", cert_subject="dave")
+
+
+def test_requests_racing_with_one_idempotency_key_make_one_reservation(service, alice):
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    keyed = request(idempotency_key="nightly-2030-01-07")
+    with ThreadPoolExecutor(8) as pool:
+        created = list(pool.map(lambda _: service.create_or_replay(alice.user, keyed), range(8)))
+    assert len({c.reservation.id for c in created}) == 1
+    assert sorted(c.replayed for c in created) == [False] + [True] * 7
+    assert len(service.reservations(alice.user)) == 1

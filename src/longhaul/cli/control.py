@@ -63,6 +63,15 @@ def serve(
             dir_okay=False,
         ),
     ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML of each role's and user's limits (max_mbps, max_duration, max_ahead, "
+            "max_active). Default: users book at most 366 days, ending within 731 days.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the reservation service: the API, the web page and the job runner."""
     folder = home or data_dir()
@@ -78,10 +87,15 @@ def serve(
         client_ca=client_ca,
         workers=workers,
         threads=threads,
+        policy_file=policy,
     )
     if client_ca is not None and not tls:
         fail("--client-ca needs --tls")
     drivers.create(driver, usn(), settings)  # fail now, not at the first reservation
+    if policy is not None:
+        from longhaul.control.policy import Policy  # noqa: PLC0415
+
+        Policy.load(policy)  # fail now, naming the key
     from longhaul.control.server import serve as run  # noqa: PLC0415 (see the docstring)
 
     scheme = "https" if tls else "http"

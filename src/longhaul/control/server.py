@@ -23,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from longhaul.control import drivers
 from longhaul.control.api.app import create_app
 from longhaul.control.jobs import JobRunner
+from longhaul.control.policy import Policy
 from longhaul.control.service import Service
 from longhaul.control.settings import Settings
 from longhaul.db import Database, migrate
@@ -40,7 +41,8 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
     migrate(db.engine)
     topology = usn() if settings.topology_file is None else load_topology(settings.topology_file)
     driver = drivers.create(settings.driver, topology, settings)
-    service = Service(db, topology, driver)
+    limits = None if settings.policy_file is None else Policy.load(settings.policy_file)
+    service = Service(db, topology, driver, policy=limits)
     leader = settings.home / "jobs.lock" if settings.workers > 1 else None
     runner = JobRunner(service, max_sleep_s=settings.job_interval_s, leader_lock=leader)
     return service, runner, create_app(service, runner, settings.threads)

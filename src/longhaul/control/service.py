@@ -9,17 +9,21 @@ reservation as it was.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Select, func, insert, or_, select
+from sqlalchemy import Select, delete, func, insert, or_, select
 from sqlalchemy.orm import Session
 
+from longhaul.control import policy
 from longhaul.control.accounts import Accounts
 from longhaul.control.db import (
+    IDEMPOTENCY_KEYS,
     RESERVATIONS,
     STATE_CHANGES,
     Reservation,
@@ -29,6 +33,7 @@ from longhaul.control.db import (
 from longhaul.control.drivers import Circuit, Driver, DriverError
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, Event, State, next_state
+from longhaul.control.policy import Policy
 from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, format_instant
@@ -43,6 +48,8 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 SCHEDULER = "scheduler"
 """The actor recorded for what the job runner does."""
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+"""How long an idempotency key is remembered (the IETF draft's suggestion, as Stripe's)."""
 PAST_START_TOLERANCE = timedelta(minutes=1)
 """A start this far in the past still counts as now (clocks differ a little)."""
 LATE = timedelta(seconds=2)
@@ -66,6 +73,18 @@ class ForbiddenError(PermissionError):
 
 class ConflictError(RuntimeError):
     """The request is well formed but clashes with the reservation's state or version."""
+
+
+class StaleVersionError(ConflictError):
+    """The reservation is no longer at the version the request was made against: 409 for
+    a `version` in the body, 412 for an `If-Match` header."""
+
+    def __init__(self, reservation_id: int, current: int, asked: int) -> None:
+        super().__init__(
+            f"reservation {reservation_id} is at version {current}, not {asked}; "
+            "read it again and retry"
+        )
+        self.current = current
 
 
 class UnavailableError(RuntimeError):
@@ -101,6 +120,32 @@ class ReservationRequest:
     route: Sequence[str] | None = None
     loop: str | None = None
     description: str = ""
+    idempotency_key: str | None = None
+    """When given, the same request with the same key within IDEMPOTENCY_WINDOW answers
+    the reservation the first one made instead of making another."""
+
+    def fingerprint(self) -> str:
+        """What identifies the request, beside its key: every field but the key."""
+        fields = {
+            "src": self.src,
+            "dst": self.dst,
+            "bandwidth_mbps": self.bandwidth_mbps,
+            "start": None if self.start is None else self.start.isoformat(),
+            "end": None if self.end is None else self.end.isoformat(),
+            "duration_s": None if self.duration is None else self.duration.total_seconds(),
+            "asap": self.asap,
+            "route": None if self.route is None else list(self.route),
+            "loop": self.loop,
+            "description": self.description,
+        }
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Created:
+    reservation: Reservation
+    replayed: bool
+    """True when an earlier request with the same idempotency key made it."""
 
 
 @dataclass(frozen=True)
@@ -142,11 +187,14 @@ class Service:
         topology: Topology,
         driver: Driver,
         clock: Callable[[], datetime] = utc_now,
+        policy: Policy | None = None,
     ) -> None:
         self.db = db
         self.topology = topology
         self.driver = driver
         self.clock = clock
+        self.policy = Policy() if policy is None else policy
+        """Each user's limits (`longhaul serve --policy FILE`)."""
         self.ledger = BookingLedger(topology)
         self.accounts = Accounts(db, clock)
         self.on_change: Callable[[datetime | None], None] = lambda _at: None
@@ -174,7 +222,14 @@ class Service:
     # -- reservations: create, read ------------------------------------------------------------
 
     def create(self, actor: User, request: ReservationRequest) -> Reservation:
-        """Admit and store a reservation, or raise `UnavailableError` saying what would fit.
+        """Admit and store a reservation, or raise `UnavailableError` saying what would fit
+        (see `create_or_replay`)."""
+        return self.create_or_replay(actor, request).reservation
+
+    def create_or_replay(self, actor: User, request: ReservationRequest) -> Created:
+        """Admit and store a reservation, or raise `UnavailableError` saying what would fit;
+        or, for a request whose idempotency key the user sent with the same request before,
+        the reservation that one made (a key sent with another request is an InputError).
 
         All that needs no lock is done first; inside the write transaction (which every
         other writer waits for) only the query and two INSERTs remain.
@@ -193,8 +248,14 @@ class Service:
             self.ledger.idle.end(request.src, "src"),
             self.ledger.idle.end(request.dst, "dst"),
         )
+        limits = self.policy.limits(actor.name, actor.role)
+        policy.check(limits, request.bandwidth_mbps, duration, timedelta(0), 0)
         admitted = next_state(State.REQUESTED, Event.ADMIT)
         with self.db.write() as session:
+            if request.idempotency_key is not None:
+                earlier = self._earlier(session, actor, request, now)
+                if earlier is not None:
+                    return Created(earlier, replayed=True)
             avail = self._availability(session)
             if request.asap:
                 found = avail.earliest_start(
@@ -215,6 +276,10 @@ class Service:
                 if maybe is None:
                     raise self._unavailable(session, request, start, duration, route)
                 path = maybe
+            if limits.max_ahead is not None or limits.max_active is not None:
+                active = self._active(session, actor) if limits.max_active is not None else 0
+                ahead = start + duration - now
+                policy.check(limits, request.bandwidth_mbps, duration, ahead, active)
             values = {
                 "owner_id": actor.id,
                 "src_node": src.node,
@@ -250,8 +315,52 @@ class Service:
                     self._change_row(reservation, State.REQUESTED, admitted, why, actor.name),
                 ],
             )
+            if request.idempotency_key is not None:
+                session.execute(
+                    insert(IDEMPOTENCY_KEYS).values(
+                        owner_id=actor.id,
+                        key=request.idempotency_key,
+                        fingerprint=request.fingerprint(),
+                        reservation_id=reservation.id,
+                        created_at=now,
+                    )
+                )
         self.on_change(reservation.start)
-        return reservation
+        return Created(reservation, replayed=False)
+
+    def _active(self, session: Session, actor: User) -> int:
+        """How many of the user's reservations hold bandwidth now or later."""
+        query = select(func.count()).where(
+            RESERVATIONS.c.owner_id == actor.id,
+            RESERVATIONS.c.state.in_([s.value for s in HOLDS_BANDWIDTH]),
+        )
+        return session.scalar(query) or 0
+
+    def _earlier(
+        self, session: Session, actor: User, request: ReservationRequest, now: datetime
+    ) -> Reservation | None:
+        """The reservation an earlier request with this key made, if still remembered;
+        a key remembered with another request is refused. Inside the write transaction, so
+        two requests racing with one key make one reservation."""
+        kept = session.execute(
+            select(IDEMPOTENCY_KEYS).where(
+                IDEMPOTENCY_KEYS.c.owner_id == actor.id,
+                IDEMPOTENCY_KEYS.c.key == request.idempotency_key,
+            )
+        ).first()
+        if kept is None:
+            return None
+        if kept.created_at <= now - IDEMPOTENCY_WINDOW:
+            session.execute(delete(IDEMPOTENCY_KEYS).where(IDEMPOTENCY_KEYS.c.id == kept.id))
+            session.flush()
+            return None
+        if kept.fingerprint != request.fingerprint():
+            raise InputError(
+                "Idempotency-Key",
+                f"was sent with another request at {format_instant(kept.created_at)}; "
+                "use a new key for a new request",
+            )
+        return self._load(session, actor, kept.reservation_id)
 
     def get(self, actor: User, reservation_id: int) -> Reservation:
         with self.db.read() as session:
@@ -297,10 +406,7 @@ class Service:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
             if change.version is not None and change.version != reservation.version:
-                raise ConflictError(
-                    f"reservation {reservation_id} is at version {reservation.version}, "
-                    f"not {change.version}; read it again and retry"
-                )
+                raise StaleVersionError(reservation_id, reservation.version, change.version)
             if state in ENDED or state in (State.RELEASING, State.FAILED):
                 raise ConflictError(f"a {state.value} reservation cannot be modified")
             end = change.end or reservation.end
@@ -313,6 +419,9 @@ class Service:
                 raise InputError("end", "must be in the future for a reservation that has begun")
             old_path = self.path_of(reservation)
             avail = self._availability(session, without=reservation)
+            to_us(end, "end")  # in the years the schedule holds, before any limit
+            limits = self.policy.limits(actor.name, actor.role)  # the one asking
+            policy.check(limits, mbps, end - reservation.start, end - now, 0)
             path = self._readmit(reservation, avail, old_path, mbps, end)
             before = self.circuit(reservation)
             what = _describe_change(reservation, end, mbps, path != old_path)
@@ -356,10 +465,14 @@ class Service:
             widest,
         )
 
-    def cancel(self, actor: User, reservation_id: int) -> Reservation:
+    def cancel(self, actor: User, reservation_id: int, version: int | None = None) -> Reservation:
+        """Cancel in any state (tearing down what is up); with `version`, only if the
+        reservation is still at it."""
         now = self.clock()
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
+            if version is not None and version != reservation.version:
+                raise StaleVersionError(reservation_id, reservation.version, version)
             state = State(reservation.state)
             if state in ENDED:
                 raise ConflictError(f"reservation {reservation_id} has {state.value} already")
@@ -598,6 +711,7 @@ class Service:
         if request.end is not None:
             if request.end.tzinfo is None:
                 raise InputError("end", "needs a time zone, e.g. 2030-01-07T11:00:00Z")
+            to_us(request.end, "end")  # in the years the schedule holds
             if request.end <= start:
                 raise InputError("end", f"must be after the start ({format_instant(start)})")
             return request.end - start

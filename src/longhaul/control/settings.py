@@ -32,6 +32,8 @@ class Settings:
     """Server processes. More use more cores; one of them runs the jobs."""
     threads: int = 4
     """Threads per process that run requests (see api.app.DEFAULT_THREADS)."""
+    policy_file: Path | None = None
+    """Each role's and user's limits (TOML, see control.policy); the defaults when None."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -41,7 +43,7 @@ class Settings:
     @classmethod
     def from_json(cls, text: str) -> Settings:
         data = json.loads(text)
-        for key in ("topology_file", "home", "client_ca"):
+        for key in ("topology_file", "home", "client_ca", "policy_file"):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
         return cls(**data)

@@ -413,3 +413,81 @@ def test_the_openapi_document_lists_the_endpoints(api):
 def test_unknown_paths_are_problems_too(api):
     answer = api.get("/api/v1/nothing")
     assert answer.status_code == 404 and answer.headers["content-type"] == PROBLEM
+
+
+def test_an_idempotency_key_makes_one_reservation_however_often_it_is_sent(api, alice, bob):
+    key = {"Idempotency-Key": "upload-2030-01-07-a"}
+    first = api.post("/api/v1/reservations", json=body(), headers={**auth(alice), **key})
+    again = api.post("/api/v1/reservations", json=body(), headers={**auth(alice), **key})
+    assert first.status_code == again.status_code == 201
+    assert again.json()["id"] == first.json()["id"]
+    assert "idempotent-replayed" not in first.headers
+    assert again.headers["idempotent-replayed"] == "true"
+    listed = api.get("/api/v1/reservations", headers=auth(alice)).json()
+    assert listed["total"] == 1
+    # The same key with another request is refused, naming the header.
+    other = api.post(
+        "/api/v1/reservations", json=body(bandwidth_mbps=100), headers={**auth(alice), **key}
+    )
+    assert other.status_code == 422
+    assert other.json()["errors"][0]["field"] == "Idempotency-Key"
+    # Keys are per user: bob's request with alice's key is his own.
+    bobs = api.post(
+        "/api/v1/reservations", json=body(bandwidth_mbps=100), headers={**auth(bob), **key}
+    )
+    assert bobs.status_code == 201 and bobs.json()["id"] != first.json()["id"]
+    # Without a key, two identical POSTs are two reservations, as before.
+    plain = [api.post("/api/v1/reservations", json=body(bandwidth_mbps=10), headers=auth(alice))
+             for _ in range(2)]  # fmt: skip
+    assert plain[0].json()["id"] != plain[1].json()["id"]
+    bad = api.post(
+        "/api/v1/reservations", json=body(), headers={**auth(alice), "Idempotency-Key": "a b"}
+    )
+    assert bad.status_code == 422
+
+
+def test_an_idempotency_key_is_forgotten_after_a_day(api, alice, clock):
+    key = {**auth(alice), "Idempotency-Key": "k"}
+    first = api.post("/api/v1/reservations", json=body(start=None, duration="PT1H"), headers=key)
+    clock.advance(hours=24, seconds=1)
+    later = api.post("/api/v1/reservations", json=body(start=None, duration="PT1H"), headers=key)
+    assert first.status_code == later.status_code == 201
+    assert later.json()["id"] != first.json()["id"] and "idempotent-replayed" not in later.headers
+
+
+def test_etag_and_if_match_guard_changes(api, alice):
+    created = api.post("/api/v1/reservations", json=body(), headers=auth(alice))
+    rid = created.json()["id"]
+    assert created.headers["etag"] == '"1"'
+    shown = api.get(f"/api/v1/reservations/{rid}", headers=auth(alice))
+    assert shown.headers["etag"] == '"1"'
+    changed = api.patch(f"/api/v1/reservations/{rid}", json={"bandwidth_mbps": 6000},
+                        headers={**auth(alice), "If-Match": '"1"'})  # fmt: skip
+    assert changed.status_code == 200 and changed.headers["etag"] == '"2"'
+    for stale in ('"1"', 'W/"2"', '"1", "7"'):
+        refused = api.patch(f"/api/v1/reservations/{rid}", json={"bandwidth_mbps": 7000},
+                            headers={**auth(alice), "If-Match": stale})  # fmt: skip
+        assert refused.status_code == 412, (stale, refused.text)
+        assert refused.json()["title"] == "Precondition failed"
+    listed_ok = api.patch(f"/api/v1/reservations/{rid}", json={"bandwidth_mbps": 7000},
+                          headers={**auth(alice), "If-Match": '"9", "2"'})  # fmt: skip
+    assert listed_ok.status_code == 200 and listed_ok.headers["etag"] == '"3"'
+    # The body's version still works, and still answers 409.
+    old = api.patch(f"/api/v1/reservations/{rid}", json={"bandwidth_mbps": 100, "version": 1},
+                    headers=auth(alice))  # fmt: skip
+    assert old.status_code == 409
+    cancel = f"/api/v1/reservations/{rid}/cancel"
+    assert api.post(cancel, headers={**auth(alice), "If-Match": '"2"'}).status_code == 412
+    done = api.post(cancel, headers={**auth(alice), "If-Match": "*"})
+    assert done.status_code == 200 and done.json()["state"] == "cancelled"
+
+
+def test_a_request_over_the_users_limits_is_403_naming_the_limit(api, service, bob):
+    from longhaul.control.policy import Limits, Policy  # noqa: PLC0415
+
+    service.policy = Policy(roles={"user": Limits(max_mbps=5000)})
+    refused = api.post("/api/v1/reservations", json=body(bandwidth_mbps=6000), headers=auth(bob))
+    assert refused.status_code == 403 and refused.headers["content-type"] == PROBLEM
+    problem = refused.json()
+    assert (problem["title"], problem["limit"], problem["allowed"], problem["asked"]) == (
+        "Over your limits", "max_mbps", "5,000 Mb/s", "6,000 Mb/s")  # fmt: skip

@@ -13,11 +13,13 @@ from starlette.exceptions import HTTPException
 
 from longhaul.control.api.schemas import EarliestStartOut
 from longhaul.control.lifecycle import TransitionError
+from longhaul.control.policy import PolicyError
 from longhaul.control.service import (
     ConflictError,
     ForbiddenError,
     NetworkError,
     NotFoundError,
+    StaleVersionError,
     UnavailableError,
 )
 from longhaul.errors import InputError
@@ -103,6 +105,25 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(NotFoundError)
     async def not_found(request: Request, exc: NotFoundError) -> JSONResponse:
         return problem(404, "not-found", "Not found", str(exc), request)
+
+    @app.exception_handler(PolicyError)
+    async def over_policy(request: Request, exc: PolicyError) -> JSONResponse:
+        return problem(
+            403,
+            "policy",
+            "Over your limits",
+            str(exc),
+            request,
+            limit=exc.limit,
+            allowed=exc.allowed,
+            asked=exc.asked,
+        )
+
+    @app.exception_handler(StaleVersionError)
+    async def stale(request: Request, exc: StaleVersionError) -> JSONResponse:
+        if "if-match" in request.headers:
+            return problem(412, "precondition-failed", "Precondition failed", str(exc), request)
+        return problem(409, "conflict", "ConflictError", str(exc), request)
 
     @app.exception_handler(ConflictError)
     async def conflict(request: Request, exc: ConflictError) -> JSONResponse:

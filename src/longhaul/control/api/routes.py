@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Response
 from pydantic import AwareDatetime
 
 from longhaul.control.api.auth import CurrentUser, ServiceDep
@@ -24,9 +24,15 @@ from longhaul.control.api.schemas import (
     SlotRun,
     StateChangeOut,
 )
-from longhaul.control.db import Reservation
+from longhaul.control.db import Reservation, User
 from longhaul.control.lifecycle import State
-from longhaul.control.service import ListFilter, ReservationChange, ReservationRequest, Service
+from longhaul.control.service import (
+    ListFilter,
+    ReservationChange,
+    ReservationRequest,
+    Service,
+    StaleVersionError,
+)
 from longhaul.errors import InputError
 from longhaul.parsing import parse_duration, parse_route
 from longhaul.topology import topology_to_dict
@@ -54,6 +60,14 @@ Loop = Annotated[
     str | None, Query(max_length=128, description="A loop-back of the topology to walk.")
 ]
 ReservationId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The reservation's number.")]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        max_length=1000,
+        description='Apply only if the reservation\'s ETag (its version, as "3") is one of '
+        "these; else 412.",
+    ),
+]
 LinkId = Annotated[str, Path(min_length=1, max_length=128)]
 
 
@@ -172,7 +186,21 @@ def link_free(
 
 @router.post("/reservations", status_code=201, tags=["reservations"])
 def create_reservation(
-    user: CurrentUser, service: ServiceDep, body: ReservationIn, response: Response
+    user: CurrentUser,
+    service: ServiceDep,
+    body: ReservationIn,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=255,
+            pattern=r"^[\x21-\x7e]+$",
+            description="Send the request again with the same key (within 24 h) and get "
+            "the reservation the first one made, not a second one (`Idempotent-Replayed: "
+            "true`); the same key with another request is 422.",
+        ),
+    ] = None,
 ) -> ReservationOut:
     """Book bandwidth. 409 with suggestions (the earliest start, the highest bandwidth)
     when it is not free."""
@@ -191,10 +219,14 @@ def create_reservation(
         route=body.route,
         loop=body.loop,
         description=body.description,
+        idempotency_key=idempotency_key,
     )
-    reservation = service.create(user, request)
+    created = service.create_or_replay(user, request)
+    reservation = created.reservation
     response.headers["Location"] = f"/api/v1/reservations/{reservation.id}"
-    return _out(service, reservation)
+    if created.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return _tagged(service, reservation, response)
 
 
 @router.get("/reservations", tags=["reservations"])
@@ -220,29 +252,39 @@ def list_reservations(
 
 @router.get("/reservations/{reservation_id}", tags=["reservations"])
 def get_reservation(
-    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId, response: Response
 ) -> ReservationOut:
-    return _out(service, service.get(user, reservation_id))
+    """The reservation, with its version as an `ETag` for `If-Match`."""
+    return _tagged(service, service.get(user, reservation_id), response)
 
 
 @router.patch("/reservations/{reservation_id}", tags=["reservations"])
 def modify_reservation(
-    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId, body: ReservationPatch
+    user: CurrentUser,
+    service: ServiceDep,
+    reservation_id: ReservationId,
+    body: ReservationPatch,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> ReservationOut:
     """Change the end or the bandwidth. It stays on its path if that still fits, else moves
     to another; if nothing fits (409) or the network refuses (502), nothing changes."""
-    change = ReservationChange(
-        end=body.end, bandwidth_mbps=body.bandwidth_mbps, version=body.version
-    )
-    return _out(service, service.modify(user, reservation_id, change))
+    version = _matched_version(service, user, reservation_id, if_match, body.version)
+    change = ReservationChange(end=body.end, bandwidth_mbps=body.bandwidth_mbps, version=version)
+    return _tagged(service, service.modify(user, reservation_id, change), response)
 
 
 @router.post("/reservations/{reservation_id}/cancel", tags=["reservations"])
 def cancel_reservation(
-    user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
+    user: CurrentUser,
+    service: ServiceDep,
+    reservation_id: ReservationId,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> ReservationOut:
     """Cancel, in any state: before its start it is simply cancelled; after, torn down first."""
-    return _out(service, service.cancel(user, reservation_id))
+    version = _matched_version(service, user, reservation_id, if_match, None)
+    return _tagged(service, service.cancel(user, reservation_id, version), response)
 
 
 @router.post("/reservations/{reservation_id}/retry", tags=["reservations"])
@@ -267,6 +309,43 @@ def reservation_history(
 ) -> list[StateChangeOut]:
     """Every change of state: when, from, to, why, and by whom."""
     return [StateChangeOut.of(c) for c in service.history(user, reservation_id)]
+
+
+def _tagged(service: Service, reservation: Reservation, response: Response) -> ReservationOut:
+    """The reservation's JSON, its version as a strong entity tag in `ETag`."""
+    response.headers["ETag"] = f'"{reservation.version}"'
+    return _out(service, reservation)
+
+
+def _matched_version(
+    service: Service,
+    user: User,
+    reservation_id: int,
+    if_match: str | None,
+    body_version: int | None,
+) -> int | None:
+    """The version a change may apply to: the one `If-Match` names (RFC 9110 §13.1.1:
+    strong comparison, so weak tags never match; `*` any), else the body's `version`.
+    The service checks it again inside its transaction; a mismatch is 412 there or here."""
+    if if_match is None:
+        return body_version
+    current = service.get(user, reservation_id).version
+    if if_match.strip() == "*":
+        return body_version
+    tags = {tag.strip() for tag in if_match.split(",")}
+    if f'"{current}"' not in tags:
+        raise StaleVersionError(reservation_id, current, _first_version(tags))
+    if body_version is not None and body_version != current:
+        raise StaleVersionError(reservation_id, current, body_version)
+    return current
+
+
+def _first_version(tags: set[str]) -> int:
+    """A version named by the tags, for the message (0 when none names one)."""
+    for tag in sorted(tags):
+        if tag.startswith('"') and tag.endswith('"') and tag[1:-1].isdigit():
+            return int(tag[1:-1])
+    return 0
 
 
 def _out(service: Service, reservation: Reservation) -> ReservationOut:

@@ -2,10 +2,12 @@
 
 from longhaul.control.db.models import (
     AUDIT_EVENTS,
+    IDEMPOTENCY_KEYS,
     LEDGER,
     RESERVATIONS,
     STATE_CHANGES,
     AuditEvent,
+    IdempotencyKey,
     Ledger,
     Reservation,
     StateChange,
@@ -14,10 +16,12 @@ from longhaul.control.db.models import (
 
 __all__ = [
     "AUDIT_EVENTS",
+    "IDEMPOTENCY_KEYS",
     "LEDGER",
     "RESERVATIONS",
     "STATE_CHANGES",
     "AuditEvent",
+    "IdempotencyKey",
     "Ledger",
     "Reservation",
     "StateChange",

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -106,6 +107,22 @@ class StateChange(Base):
     reservation: Mapped[Reservation] = relationship(back_populates="history")
 
 
+class IdempotencyKey(Base):
+    """A POST's `Idempotency-Key`, the request it came with and the reservation it made:
+    the same key and request again within a day answer that reservation, not a new one."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("owner_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    key: Mapped[str] = mapped_column(String(255))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the request's fields: a key sent again with another request is refused."""
+    reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"))
+    created_at: Mapped[datetime]
+
+
 class AuditEvent(Base):
     """One thing done to users, tokens or reservations, or a sign-in refused: append-only
     (nothing in longhaul updates or deletes a row)."""
@@ -134,3 +151,4 @@ RESERVATIONS = cast(Table, Reservation.__table__)
 STATE_CHANGES = cast(Table, StateChange.__table__)
 LEDGER = cast(Table, Ledger.__table__)
 AUDIT_EVENTS = cast(Table, AuditEvent.__table__)
+IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)

@@ -17,6 +17,7 @@ from longhaul.control.api.auth import COOKIE, authenticate, service_of
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.db import User
 from longhaul.control.lifecycle import State
+from longhaul.control.policy import PolicyError
 from longhaul.control.service import (
     ConflictError,
     ListFilter,
@@ -180,6 +181,8 @@ def reserve(
         reservation = service.create(user, request_)
     except InputError as exc:
         return _reserve_page(request, user, form, error=str(exc), unavailable=None, status=422)
+    except PolicyError as exc:
+        return _reserve_page(request, user, form, error=str(exc), unavailable=None, status=403)
     except UnavailableError as exc:
         return _reserve_page(request, user, form, error=None, unavailable=exc, status=409)
     return RedirectResponse(f"/reservations/{reservation.id}", status_code=303)
