@@ -145,7 +145,8 @@ def test_with_two_workers_one_runs_the_jobs(tmp_path):
                 time.sleep(0.2)
             assert states() == {"finished"}
             # Both workers answer metrics that add up across them.
-            metrics = http.get("/metrics").text
+            reader = server.add_user("prometheus", "--metrics")
+            metrics = http.get("/metrics", headers={"Authorization": f"Bearer {reader}"}).text
         driver_log = (tmp_path / "driver-log.jsonl").read_text().splitlines()
         ops = [(e["reservation"], e["op"]) for e in map(json.loads, driver_log)]
         for rid in made:

@@ -63,6 +63,21 @@ def serve(
             dir_okay=False,
         ),
     ] = None,
+    open_metrics: Annotated[
+        bool,
+        typer.Option(
+            help="Serve /metrics without a token (a Prometheus on this host). Default: it "
+            "needs an admin's token or a metrics reader's (`user add NAME --metrics`)."
+        ),
+    ] = False,
+    rate_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Requests per second per user and process, bursts of twice it (429 past "
+            "it). Default: unlimited.",
+            min=0.1,
+        ),
+    ] = None,
     policy: Annotated[
         Path | None,
         typer.Option(
@@ -88,6 +103,8 @@ def serve(
         workers=workers,
         threads=threads,
         policy_file=policy,
+        open_metrics=open_metrics,
+        rate_limit_per_s=rate_limit,
     )
     if client_ca is not None and not tls:
         fail("--client-ca needs --tls")
@@ -118,13 +135,17 @@ def user_add(
             help="X.509 subject (RFC 4514, e.g. 'CN=alice,O=ORNL') that signs this user in."
         ),
     ] = None,
+    metrics: Annotated[
+        bool, typer.Option("--metrics", help="A token that reads /metrics only (Prometheus).")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Add a user and print their API token (shown this once; only its hash is kept)."""
     service = _offline_service(db)
-    user, token = service.accounts.add(name, admin=admin, cert_subject=cert_subject)
-    role = "admin" if admin else "user"
-    note(f"Added {role} {user.name}. Their token (shown once, keep it safe):")
+    user, token = service.accounts.add(
+        name, admin=admin, cert_subject=cert_subject, metrics=metrics
+    )
+    note(f"Added {user.role} {user.name}. Their token (shown once, keep it safe):")
     print(token)
     note(f"Sign in with:  longhaul login --token {token}")
 

@@ -24,6 +24,9 @@ from longhaul.control.subjects import canonical_subject
 from longhaul.db import Database
 from longhaul.errors import InputError
 
+METRICS = "metrics"
+"""The role of a token that may read `/metrics` and nothing else (for a Prometheus)."""
+
 
 class Accounts:
     """The users of one database."""
@@ -39,8 +42,12 @@ class Accounts:
         cert_subject: str | None = None,
         actor: str = CLI,
         source: str = CLI,
+        metrics: bool = False,
     ) -> tuple[User, str]:
-        """A new user and their API token, which is shown this once and stored hashed."""
+        """A new user and their API token, which is shown this once and stored hashed;
+        `metrics` makes a token that reads /metrics only."""
+        if admin and metrics:
+            raise InputError("role", "a user is an admin or a metrics reader, not both")
         if (
             not name
             or len(name) > 64
@@ -53,7 +60,7 @@ class Accounts:
             except ValueError as error:
                 raise InputError("cert_subject", str(error)) from error
         token = new_token()
-        role = "admin" if admin else "user"
+        role = "admin" if admin else METRICS if metrics else "user"
         with self.db.write() as session:
             if session.scalar(select(User).where(User.name == name)) is not None:
                 raise InputError("name", f"a user named {name!r} exists already")

@@ -45,7 +45,14 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
     service = Service(db, topology, driver, policy=limits)
     leader = settings.home / "jobs.lock" if settings.workers > 1 else None
     runner = JobRunner(service, max_sleep_s=settings.job_interval_s, leader_lock=leader)
-    return service, runner, create_app(service, runner, settings.threads)
+    app = create_app(
+        service,
+        runner,
+        settings.threads,
+        open_metrics=settings.open_metrics,
+        rate_limit_per_s=settings.rate_limit_per_s,
+    )
+    return service, runner, app
 
 
 def app_from_environment() -> FastAPI:

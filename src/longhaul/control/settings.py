@@ -32,6 +32,10 @@ class Settings:
     """Server processes. More use more cores; one of them runs the jobs."""
     threads: int = 4
     """Threads per process that run requests (see api.app.DEFAULT_THREADS)."""
+    open_metrics: bool = False
+    """Serve /metrics to anyone (a Prometheus on the same host); else admins and metrics readers."""
+    rate_limit_per_s: float | None = None
+    """Each user's requests per second per process (bursts of twice it); None: unlimited."""
     policy_file: Path | None = None
     """Each role's and user's limits (TOML, see control.policy); the defaults when None."""
 

@@ -380,7 +380,7 @@ def test_topology(api, alice):
     assert {loop["name"]: loop["rtt_ms"] for loop in data["loops"]}["ORNL-Chicago x1"] == 26.708
 
 
-def test_health_and_metrics_need_no_token(api, alice):
+def test_health_needs_no_token_and_metrics_an_admin_or_a_metrics_reader(api, alice, admin):
     assert api.get("/healthz").json() == {
         "status": "ok",
         "database": api.app.state.service.db.dialect,
@@ -388,7 +388,14 @@ def test_health_and_metrics_need_no_token(api, alice):
         "driver": "log",
     }
     api.post("/api/v1/reservations", json=body(), headers=auth(alice))
-    metrics = api.get("/metrics")
+    assert api.get("/metrics").status_code == 401
+    assert api.get("/metrics", headers=auth(alice)).status_code == 403
+    _, reader = api.app.state.service.accounts.add("prometheus", metrics=True)
+    as_reader = {"Authorization": f"Bearer {reader}"}
+    assert api.get("/metrics", headers=as_reader).status_code == 200
+    # A metrics reader's token reads nothing else.
+    assert api.get("/api/v1/reservations", headers=as_reader).status_code == 403
+    metrics = api.get("/metrics", headers=auth(admin))
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text
     assert 'longhaul_reservations{state="scheduled"} 1.0' in text
@@ -491,3 +498,31 @@ def test_a_request_over_the_users_limits_is_403_naming_the_limit(api, service, b
     problem = refused.json()
     assert (problem["title"], problem["limit"], problem["allowed"], problem["asked"]) == (
         "Over your limits", "max_mbps", "5,000 Mb/s", "6,000 Mb/s")  # fmt: skip
+
+
+def test_metrics_open_to_anyone_when_asked(service):
+    from fastapi.testclient import TestClient  # noqa: PLC0415
+
+    from longhaul.control.api.app import create_app  # noqa: PLC0415
+
+    with TestClient(create_app(service, open_metrics=True)) as client:
+        assert client.get("/metrics").status_code == 200
+
+
+def test_a_user_past_the_rate_limit_gets_429_with_retry_after(service, alice, bob):
+    from fastapi.testclient import TestClient  # noqa: PLC0415
+
+    from longhaul.control.api.app import create_app  # noqa: PLC0415
+
+    app = create_app(service, rate_limit_per_s=1.0)
+    now = [0.0]
+    app.state.rate_limit.clock = lambda: now[0]
+    with TestClient(app) as client:
+        answers = [client.get("/api/v1/reservations", headers=auth(alice)) for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 429]  # a burst of two
+        assert answers[2].headers["retry-after"] == "1"
+        assert answers[2].json()["title"] == "Too many requests"
+        assert client.get("/api/v1/reservations", headers=auth(bob)).status_code == 200
+        now[0] = 1.0  # a second on: one more
+        assert client.get("/api/v1/reservations", headers=auth(alice)).status_code == 200
+        assert client.get("/api/v1/reservations", headers=auth(alice)).status_code == 429

@@ -5,22 +5,27 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 import anyio
-from fastapi import FastAPI, Response
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from fastapi_swagger import patch_fastapi
 from sqlalchemy import text
 
 from longhaul import __version__
 from longhaul.control import audit_log
+from longhaul.control.accounts import METRICS
 from longhaul.control.api import problems
 from longhaul.control.api.auditing import AuditMiddleware
+from longhaul.control.api.auth import BEARER, authenticate
 from longhaul.control.api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
+from longhaul.control.api.ratelimit import TokenBuckets
 from longhaul.control.api.routes import router
 from longhaul.control.api.schemas import Health
 from longhaul.control.api.users import router as users
 from longhaul.control.jobs import JobRunner
-from longhaul.control.service import Service
+from longhaul.control.service import ForbiddenError, Service
 from longhaul.control.web.pages import router as pages
 from longhaul.control.web.pages import static
 
@@ -31,9 +36,15 @@ requests/s: p99 30-54 ms with 4 threads, 46-227 ms with anyio's default 40)."""
 
 
 def create_app(
-    service: Service, runner: JobRunner | None = None, threads: int = DEFAULT_THREADS
+    service: Service,
+    runner: JobRunner | None = None,
+    threads: int = DEFAULT_THREADS,
+    open_metrics: bool = False,
+    rate_limit_per_s: float | None = None,
 ) -> FastAPI:
-    """The app for `service`; `runner`, if given, runs while the app does."""
+    """The app for `service`; `runner`, if given, runs while the app does. `/metrics`
+    needs an admin's or a metrics reader's token unless `open_metrics`; with
+    `rate_limit_per_s`, each user's requests are limited to that (bursts of twice it)."""
 
     audit_writer = audit_log.Writer(service.db)
 
@@ -67,6 +78,7 @@ def create_app(
     )
     app.state.service = service
     app.state.audit_writer = audit_writer
+    app.state.rate_limit = None if rate_limit_per_s is None else TokenBuckets(rate_limit_per_s)
     # Swagger UI from fastapi-swagger's copy, not FastAPI's default CDN.
     patch_fastapi(
         app,
@@ -98,8 +110,16 @@ def create_app(
         )
 
     @app.get("/metrics", tags=["operations"], response_class=Response)
-    def prometheus() -> Response:
-        """Prometheus text exposition."""
+    def prometheus(
+        request: Request,
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+    ) -> Response:
+        """Prometheus text exposition: for an admin's token or a metrics reader's
+        (`longhaul user add prometheus --metrics`), or anyone with `serve --open-metrics`."""
+        if not open_metrics:
+            user = authenticate(request, bearer.credentials if bearer is not None else None)
+            if user.role not in ("admin", METRICS):
+                raise ForbiddenError("/metrics is for admins and metrics readers")
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     return app

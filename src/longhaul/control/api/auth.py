@@ -8,10 +8,12 @@ from cryptography import x509
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from longhaul.control.accounts import METRICS
 from longhaul.control.api.auditing import ACTOR
 from longhaul.control.api.problems import UnauthorizedError
+from longhaul.control.api.ratelimit import TokenBuckets
 from longhaul.control.db import User
-from longhaul.control.service import Service
+from longhaul.control.service import ForbiddenError, Service
 
 COOKIE = "longhaul_token"
 
@@ -53,6 +55,11 @@ def authenticate(request: Request, token: str | None) -> User:
     in; their name is left for the audit log."""
     user = _signed_in(request, token)
     request.scope[ACTOR] = user.name
+    if user.role == METRICS and request.url.path != "/metrics":
+        raise ForbiddenError("this token may read /metrics only (its user's role is metrics)")
+    limits: TokenBuckets | None = getattr(request.app.state, "rate_limit", None)
+    if limits is not None:
+        limits.take(user.id)
     return user
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from longhaul.control.api.ratelimit import RateLimitedError
 from longhaul.control.api.schemas import EarliestStartOut
 from longhaul.control.lifecycle import TransitionError
 from longhaul.control.policy import PolicyError
@@ -105,6 +107,18 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(NotFoundError)
     async def not_found(request: Request, exc: NotFoundError) -> JSONResponse:
         return problem(404, "not-found", "Not found", str(exc), request)
+
+    @app.exception_handler(RateLimitedError)
+    async def rate_limited(request: Request, exc: RateLimitedError) -> JSONResponse:
+        wait_s = max(1, math.ceil(exc.retry_after_s))
+        return problem(
+            429,
+            "rate-limited",
+            "Too many requests",
+            str(exc),
+            request,
+            headers={"Retry-After": str(wait_s)},
+        )
 
     @app.exception_handler(PolicyError)
     async def over_policy(request: Request, exc: PolicyError) -> JSONResponse:
