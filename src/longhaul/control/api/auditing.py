@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from longhaul.control.api.metrics import answer_then
 from longhaul.control.audit_log import NOBODY, Entry, Writer
 from longhaul.control.service import Service
 
@@ -29,21 +30,14 @@ class AuditMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
 
-        async def send_and_note(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_note)
-        finally:
+        def audit(status: int) -> None:
             changing = scope["method"] in CHANGING  # the API's and the web page's forms
             written = scope.get(AUDITED, False) and status < 400
             if (changing or status in (401, 403)) and not written:
                 self._write(scope, status)
+
+        await answer_then(self.app, scope, receive, send, audit)
 
     def _write(self, scope: Scope, status: int) -> None:
         route = getattr(scope.get("route"), "path", scope["path"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -72,6 +72,25 @@ class _ReservationStates(Collector):
         yield gauge
 
 
+async def answer_then(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, then: Callable[[int], None]
+) -> None:
+    """Let `app` answer, then call `then` with the status it answered (500 if it raised
+    before answering), raised or not."""
+    status = 500
+
+    async def send_and_note(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    try:
+        await app(scope, receive, send_and_note)
+    finally:
+        then(status)
+
+
 class MetricsMiddleware:
     """Counts and times every request, labelled by its route template (not its URL)."""
 
@@ -84,17 +103,10 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = 500
 
-        async def send_and_note(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_note)
-        finally:
+        def count(status: int) -> None:
             route = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.requests.labels(scope["method"], route, str(status)).inc()
             self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+
+        await answer_then(self.app, scope, receive, send, count)
