@@ -106,12 +106,6 @@ class Writer:
                 log.exception("writing the audit log failed; trying again")
 
 
-def write(db: Database, at: datetime, entry: Entry) -> None:
-    """Add `entry` in a transaction of its own."""
-    with db.write() as session:
-        record(session, at, entry)
-
-
 def events(
     db: Database,
     since: datetime | None = None,

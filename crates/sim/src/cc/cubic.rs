@@ -20,7 +20,7 @@
 //! Not modelled: `cubictcp_cwnd_event` shifting the epoch after an idle period (the
 //! simulated flows never idle).
 
-use super::cubic_2_6::{BICTCP_HZ, cnt_toward_curve, origin_and_k};
+use super::cubic_2_6::{BICTCP_HZ, cnt_toward_curve, friendly_cnt, origin_and_k};
 use super::{CongestionControl, RttSample, Window};
 
 /// Jiffies per second: Debian's kernels are built with `CONFIG_HZ_250`.
@@ -197,16 +197,14 @@ impl Cubic {
             self.last_time = now;
             self.follow_curve(cwnd, acked, now);
         }
-        let per_segment = (cwnd * BETA_SCALE_EIGHTHS) >> 3;
-        while per_segment > 0 && self.ack_cnt > per_segment {
-            self.ack_cnt -= per_segment;
-            self.tcp_cwnd += 1;
-        }
-        if self.tcp_cwnd > cwnd {
-            let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
-            self.cnt = self.cnt.min(max_cnt);
-        }
-        self.cnt = self.cnt.max(2);
+        self.cnt = friendly_cnt(
+            cwnd,
+            BETA_SCALE_EIGHTHS,
+            self.cnt,
+            &mut self.ack_cnt,
+            &mut self.tcp_cwnd,
+        )
+        .max(2);
     }
 
     /// The cubic part of `bictcp_update`.

@@ -61,6 +61,30 @@ pub(super) fn origin_and_k(last_max_cwnd: u64, cwnd: u64) -> (u64, u64) {
     }
 }
 
+/// `bictcp_update`'s TCP-friendly region (every version): `ack_cnt` acknowledged
+/// segments grow the estimated Reno window `tcp_cwnd` by one per `cwnd * beta_scale / 8`,
+/// and while that estimate is ahead, `cnt` is lowered to catch up with it. Returns the
+/// new `cnt`; `beta_scale_eighths` is the version's `beta_scale` (its Reno slope for the
+/// version's beta), in eighths.
+pub(super) fn friendly_cnt(
+    cwnd: u64,
+    beta_scale_eighths: u64,
+    cnt: u64,
+    ack_cnt: &mut u64,
+    tcp_cwnd: &mut u64,
+) -> u64 {
+    let per_segment = (cwnd * beta_scale_eighths) >> 3;
+    while per_segment > 0 && *ack_cnt > per_segment {
+        *ack_cnt -= per_segment;
+        *tcp_cwnd += 1;
+    }
+    if *tcp_cwnd > cwnd {
+        cnt.min(cwnd / (*tcp_cwnd - cwnd))
+    } else {
+        cnt
+    }
+}
+
 /// `bictcp_update`'s `cnt` from the curve (every version): acknowledgements per segment
 /// of growth toward its value at `t` (2^-10 s into the epoch), or 100 cwnd at or above
 /// it; `cube_rtt_scale` is the version's C for a 100 ms RTT, in 2^-10.
@@ -182,15 +206,13 @@ impl Cubic26 {
             self.cnt = 50; // slow start and low utilization
         }
         // TCP friendliness
-        let per_segment = (cwnd * BETA_SCALE_EIGHTHS) >> 3;
-        while per_segment > 0 && self.ack_cnt > per_segment {
-            self.ack_cnt -= per_segment;
-            self.tcp_cwnd += 1;
-        }
-        if self.tcp_cwnd > cwnd {
-            let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
-            self.cnt = self.cnt.min(max_cnt);
-        }
+        self.cnt = friendly_cnt(
+            cwnd,
+            BETA_SCALE_EIGHTHS,
+            self.cnt,
+            &mut self.ack_cnt,
+            &mut self.tcp_cwnd,
+        );
         self.cnt = ((self.cnt << ACK_RATIO_SHIFT) / self.delayed_ack).max(1);
     }
 }
