@@ -53,8 +53,8 @@ fi
 
 # The link emulator and the simulator: release builds (a debug emulator cannot keep up,
 # a debug simulator runs ten times slower).
-say "building longhaul-wan, longhaul-sim and hurricane (cargo build --release)"
-cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim -p hurricane
+say "building longhaul-wan, longhaul-sim, hurricane and longhaul-accel (cargo build --release)"
+cargo build --release --locked --quiet -p longhaul-wan -p longhaul-sim -p hurricane -p longhaul-accel
 
 # The UDT harness (UDT4 from libudt-dev), rebuilt when its source is newer than the binary.
 udt_harness=target/udt-harness/udt_harness

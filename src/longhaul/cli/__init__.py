@@ -11,6 +11,7 @@ import typer
 
 from longhaul import __version__
 from longhaul.cli import (
+    accelerate,
     analyze,
     bench,
     campaign,
@@ -48,6 +49,7 @@ app.command(name="report")(report.report)
 app.command(name="demo")(report.demo)
 app.command(name="serve")(control.serve)
 app.command(name="transfer")(transfer.transfer)
+app.command(name="accelerate")(accelerate.accelerate)
 app.add_typer(control.user_app, name="user")
 app.command(name="audit")(control.audit)
 for command in (reservations.login, reservations.reserve, reservations.reservations,
