@@ -4,6 +4,8 @@ clients, and TLS with client certificates."""
 import json
 import random
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -224,3 +226,50 @@ def test_tls_with_a_client_certificate(tmp_path):
             assert anonymous.get("/api/v1/reservations").status_code == 401
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{server.url}/healthz", verify=True)  # not a publicly trusted certificate
+
+
+def test_the_cli_driver_provisions_through_the_simulated_switches(tmp_path):
+    """`longhaul serve --driver cli` against `longhaul devices serve`: a reservation that
+    starts now is configured on every switch of its path over SSH, and removed when
+    cancelled."""
+    from longhaul.control.devices.inventory import Inventory  # noqa: PLC0415
+    from longhaul.control.drivers import Circuit, CircuitStatus  # noqa: PLC0415
+    from longhaul.control.drivers.cli import CliDriver  # noqa: PLC0415
+    from longhaul.topology import usn  # noqa: PLC0415
+
+    inventory = tmp_path / "devices.toml"
+    devices = subprocess.Popen([sys.executable, "-m", "longhaul", "devices", "serve",
+                                "--inventory", str(inventory), "--listen", "127.0.0.1:0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert devices.stdout is not None
+        assert "serving" in devices.stdout.readline(), devices.stderr.read()
+        env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+        with LiveServer(tmp_path, None, "--driver", "cli", "--devices", str(inventory)) as server:
+            server.cli("login", "--token", server.add_user("alice"), env=env)
+            made = server.cli("reserve", "--src", "ornl-e300:1/0", "--dst", "sunnyvale-e300:1/0",
+                              "--bandwidth", "2000", "--duration", "1h", "--json", env=env)  # fmt: skip
+            rid = json.loads(made.stdout)["id"]
+            shown = _until_state(server, rid, "active", env)
+            topology = usn()
+            path = topology.walk(shown["path"]["nodes"][0], shown["path"]["links"])
+            circuit = Circuit(rid, 2000, path, "1/0", "1/0")
+            driver = CliDriver(topology, Inventory.load(inventory))
+            assert driver.status(circuit) is CircuitStatus.UP
+            server.cli("cancel", str(rid), env=env)
+            _until_state(server, rid, "cancelled", env)
+            assert driver.status(circuit) is CircuitStatus.DOWN
+    finally:
+        devices.terminate()
+        devices.wait(timeout=15)
+
+
+def _until_state(server, rid, state, env, timeout_s=60):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shown = json.loads(server.cli("show", str(rid), "--json", env=env).stdout)
+        if shown["state"] == state:
+            return shown
+        assert shown["state"] not in ("failed",), shown
+        assert time.monotonic() < deadline, f"still {shown['state']} after {timeout_s} s"
+        time.sleep(0.5)

@@ -44,28 +44,18 @@ enum ToApp {
     Reset,
 }
 
-/// What the session's writer is asked to send.
+/// What the session's writer is asked to send: a stream's bytes and its end, which
+/// pass through the encoder, or a frame as it is.
 enum Out {
-    Open {
-        stream: u32,
-        target: String,
-    },
     Bytes {
         stream: u32,
         bytes: Vec<u8>,
         flush: bool,
     },
-    Credit {
-        stream: u32,
-        bytes: u32,
-    },
     Fin {
         stream: u32,
     },
-    Reset {
-        stream: u32,
-        reason: String,
-    },
+    Frame(Frame),
 }
 
 struct StreamHandle {
@@ -144,7 +134,12 @@ impl Session {
         let stream = self.next_stream.fetch_add(1, Ordering::Relaxed) as u32;
         let (to_app, from_session) = mpsc::unbounded_channel();
         let credit = self.register(stream, to_app);
-        if self.out.send(Out::Open { stream, target }).await.is_err() {
+        if self
+            .out
+            .send(Out::Frame(Frame::Open { stream, target }))
+            .await
+            .is_err()
+        {
             sockopt_reset(&app);
             return;
         }
@@ -235,7 +230,12 @@ impl Session {
                         return;
                     }
                     let bytes = bytes.len() as u32;
-                    if self.out.send(Out::Credit { stream, bytes }).await.is_err() {
+                    if self
+                        .out
+                        .send(Out::Frame(Frame::Credit { stream, bytes }))
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -264,7 +264,10 @@ impl Session {
     async fn reset(&self, stream: u32, reason: &str) {
         self.drop_stream(stream, reason);
         let reason = reason.to_string();
-        let _ = self.out.send(Out::Reset { stream, reason }).await;
+        let _ = self
+            .out
+            .send(Out::Frame(Frame::Reset { stream, reason }))
+            .await;
     }
 
     fn drop_stream(&self, stream: u32, reason: &str) {
@@ -417,28 +420,27 @@ async fn write_session(
         let mut next = Some(first);
         while let Some(out) = next.take() {
             frames.clear();
-            let data = matches!(out, Out::Bytes { .. } | Out::Fin { .. });
             match out {
-                Out::Open { stream, target } => frames.push(Frame::Open { stream, target }),
                 Out::Bytes {
                     stream,
                     bytes,
                     flush,
                 } => encoder.encode(stream, &bytes, flush, &mut frames),
-                Out::Credit { stream, bytes } => frames.push(Frame::Credit { stream, bytes }),
                 Out::Fin { stream } => {
                     encoder.encode(stream, &[], true, &mut frames);
                     encoder.forget(stream);
                     frames.push(Frame::Fin { stream });
                 }
-                Out::Reset { stream, reason } => {
-                    encoder.forget(stream);
-                    frames.push(Frame::Reset { stream, reason });
+                Out::Frame(frame) => {
+                    if let Frame::Reset { stream, .. } = &frame {
+                        encoder.forget(*stream);
+                    }
+                    frames.push(frame);
                 }
             }
             for frame in &frames {
                 let n = frame.encode_into(&mut batch);
-                if data && matches!(frame, Frame::Data { .. } | Frame::Ref { .. }) {
+                if matches!(frame, Frame::Data { .. } | Frame::Ref { .. }) {
                     encoder.counters.wire_bytes += n as u64;
                 }
             }

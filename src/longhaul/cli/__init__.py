@@ -16,6 +16,7 @@ from longhaul.cli import (
     bench,
     campaign,
     control,
+    devices,
     report,
     reservations,
     sim,
@@ -44,6 +45,7 @@ app.add_typer(campaign.results_app, name="results")
 app.add_typer(bench.app, name="bench")
 app.add_typer(analyze.app, name="analyze")
 app.add_typer(sim.app, name="sim")
+app.add_typer(devices.app, name="devices")
 app.command(name="slots")(slots.slots)
 app.command(name="report")(report.report)
 app.command(name="demo")(report.demo)

@@ -87,6 +87,15 @@ def serve(
             dir_okay=False,
         ),
     ] = None,
+    devices: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --driver cli (or cli+emulated): the switches' addresses and sign-in "
+            "(TOML; `longhaul devices serve --inventory FILE` writes one).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the reservation service: the API, the web page and the job runner."""
     folder = home or data_dir()
@@ -103,6 +112,7 @@ def serve(
         workers=workers,
         threads=threads,
         policy_file=policy,
+        devices_file=devices,
         open_metrics=open_metrics,
         rate_limit_per_s=rate_limit,
     )

@@ -38,6 +38,9 @@ class Settings:
     """Each user's requests per second per process (bursts of twice it); None: unlimited."""
     policy_file: Path | None = None
     """Each role's and user's limits (TOML, see control.policy); the defaults when None."""
+    devices_file: Path | None = None
+    """Where the `cli` driver finds the switches and signs in (TOML, see
+    control.devices.inventory); `longhaul devices serve` writes one."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -47,7 +50,7 @@ class Settings:
     @classmethod
     def from_json(cls, text: str) -> Settings:
         data = json.loads(text)
-        for key in ("topology_file", "home", "client_ca", "policy_file"):
+        for key in ("topology_file", "home", "client_ca", "policy_file", "devices_file"):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
         return cls(**data)

@@ -20,9 +20,29 @@ def _emulated(topology: Topology, _settings: Settings) -> Driver:
     return EmulatedDriver(topology)
 
 
+def _cli(under: Factory | None) -> Factory:
+    def make(topology: Topology, settings: Settings) -> Driver:
+        # Imported when chosen: it brings asyncssh along.
+        from longhaul.control.devices.inventory import Inventory  # noqa: PLC0415
+        from longhaul.control.drivers.cli import CliDriver  # noqa: PLC0415
+
+        if settings.devices_file is None:
+            raise InputError(
+                "--devices",
+                "the cli driver needs a devices file (`longhaul devices serve --inventory "
+                "FILE` writes one for the simulated switches)",
+            )
+        inner = None if under is None else under(topology, settings)
+        return CliDriver(topology, Inventory.load(settings.devices_file), inner)
+
+    return make
+
+
 _FACTORIES: dict[str, Factory] = {
     "log": lambda topology, settings: LogDriver(topology, settings.driver_log),
     "emulated": _emulated,
+    "cli": _cli(None),
+    "cli+emulated": _cli(_emulated),
 }
 
 
