@@ -253,3 +253,26 @@ fn clients_are_refused_while_the_peer_is_missing_and_served_once_it_answers() {
         thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn a_near_side_killed_mid_stream_leaves_no_wrong_byte_and_a_new_one_is_served() {
+    let echo = echo_server();
+    let (far_port, near_port) = (free_port(), free_port());
+    let _far = far(far_port);
+    let mut near_proc = near(near_port, far_port, echo, "tfo+dre+lz");
+    let address: SocketAddr = format!("127.0.0.1:{near_port}").parse().unwrap();
+    let data = payload(0, 64 << 20);
+    let sent = data.clone();
+    let transfer = thread::spawn(move || round_trip(address, &sent));
+    thread::sleep(Duration::from_millis(150));
+    near_proc.0.kill().unwrap();
+    near_proc.0.wait().unwrap();
+    match transfer.join().unwrap() {
+        Err(_) => {}
+        Ok(back) => assert!(back.len() < data.len() && back == data[..back.len()]),
+    }
+    // A new near side, a new session (its caches empty on both ends), the same bytes.
+    let _near_again = near(near_port, far_port, echo, "tfo+dre+lz");
+    let small = payload(2, 4 << 20);
+    assert!(round_trip(address, &small).unwrap() == small);
+}
