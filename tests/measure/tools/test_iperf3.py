@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from longhaul.measure.tools.iperf3 import Iperf3Error, Iperf3Test, parse, timeout_s
+from longhaul.measure.tools.iperf3 import (
+    Iperf3Error,
+    Iperf3Test,
+    client_argv,
+    parse,
+    run,
+    timeout_s,
+)
 
 
 def document(omitted_rtts=(50_000,), measured_rtts=(30_000, 32_000), received=9.2e9):
@@ -55,3 +62,22 @@ def test_the_timeout_grows_with_round_trips_and_streams():
     long = Iperf3Test("a", "b", "198.18.0.6", duration_s=10, omit_s=2, streams=8, rtt_ms=653)
     assert timeout_s(short) == pytest.approx(27, abs=0.1)
     assert timeout_s(long) > timeout_s(short) + 25
+
+
+def test_pinned_socket_buffers_reach_both_ends(loopback_ns):
+    """`socket_buffer_bytes` (hosts as USN had them) is iperf3 -w: both ends' buffers."""
+    test = Iperf3Test(loopback_ns, loopback_ns, "127.0.0.1", duration_s=1, omit_s=0,
+                      socket_buffer_bytes=65536)  # fmt: skip
+    assert client_argv(test)[-2:] == ["-w", "65536"]
+    assert "-w" not in client_argv(Iperf3Test("a", "b", "127.0.0.1"))
+    result = run(test)
+    assert result.raw["start"]["sock_bufsize"] == 65536
+    # The kernel doubles what it is given, for its own accounting (socket(7)).
+    assert result.raw["start"]["rcvbuf_actual"] == 2 * 65536
+
+
+def test_campaigns_may_pin_the_hosts_buffers():
+    from longhaul.measure.tools import tool  # noqa: PLC0415
+
+    [param] = tool("iperf3").params
+    assert (param.name, param.default, param.grid) == ("socket_buffer_bytes", 0, False)

@@ -49,6 +49,9 @@ class Iperf3Test:
     port: int = 5201
     rtt_ms: float = 0.0
     """The path's round-trip time, for the timeout."""
+    socket_buffer_bytes: int = 0
+    """Pinned socket buffers at both ends (iperf3 -w: SO_SNDBUF and SO_RCVBUF, which the
+    kernel doubles for its own accounting); 0 leaves the kernel's auto-tuning."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,15 @@ def _is_document(found: Any) -> bool:
     )
 
 
+def client_argv(test: Iperf3Test) -> list[str]:
+    argv = ["iperf3", "-c", test.address, "-p", str(test.port), "-J",
+            "-t", f"{test.duration_s:g}", "-O", f"{test.omit_s:g}",
+            "-P", str(test.streams), "-C", test.cc]  # fmt: skip
+    if test.socket_buffer_bytes:
+        argv += ["-w", str(test.socket_buffer_bytes)]
+    return argv
+
+
 def run(test: Iperf3Test) -> Iperf3Result:
     """Run one test: a one-off server in the server's namespace, the client in the
     client's. Bounded by `timeout_s`."""
@@ -219,9 +231,7 @@ def run(test: Iperf3Test) -> Iperf3Result:
     server_argv = ["iperf3", "-s", "-1", "-p", str(test.port)]
     ready = serving.listens(test.server_ns, test.port, "the iperf3 server", Iperf3Error)
     with serving.serving(test.server_ns, server_argv, ready, merge_output=True):
-        argv = ["iperf3", "-c", test.address, "-p", str(test.port), "-J",
-                "-t", f"{test.duration_s:g}", "-O", f"{test.omit_s:g}",
-                "-P", str(test.streams), "-C", test.cc]  # fmt: skip
+        argv = client_argv(test)
         try:
             client = subprocess.run(
                 netns.command(test.client_ns, argv),
@@ -248,7 +258,12 @@ class Iperf3Tool:
 
     name = "iperf3"
     test = "tcp_throughput"
-    params: tuple[Param, ...] = ()
+    params: tuple[Param, ...] = (
+        # Hosts as USN had them: without window scaling a host's window was 64 KB, and
+        # 65536 here pins both ends' buffers so one stream crawls as it did over 1,400
+        # miles. 0: the kernel's auto-tuning.
+        Param("socket_buffer_bytes", int, 0, grid=False, low=0, high=1 << 30),
+    )
     cc = KERNEL_CC
     cc_source = "the kernel"
 
@@ -277,6 +292,7 @@ class Iperf3Tool:
             streams=params["streams"],
             cc=params["cc"],
             rtt_ms=circuit.rtt_ms,
+            socket_buffer_bytes=int(values.get("socket_buffer_bytes", 0)),
         )
         traffic = None
         if row.cross_traffic_gbps > 0:
@@ -295,6 +311,8 @@ class Iperf3Tool:
         row.rtt_ms = result.rtt_mean_ms
         row.rtt_std_ms = result.rtt_std_ms
         row.extra.update(result.series)
+        if test.socket_buffer_bytes:
+            row.extra["socket_buffer_bytes"] = test.socket_buffer_bytes
         raw: dict[str, Any] = {"iperf3": result.raw}
         if cross is not None:
             received = cross.received_rate_bps / 1e9
