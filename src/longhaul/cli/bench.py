@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -227,6 +228,18 @@ def middleboxes(
     repetitions: Annotated[
         int, typer.Option(help="Transfers per cell (mean, median, least and most).", min=1)
     ] = middleboxes_bench.REPETITIONS,
+    report: Annotated[
+        Path | None,
+        typer.Option(help="Also write an HTML report (tables, figures, USN beside) here."),
+    ] = None,
+    from_json: Annotated[
+        Path | None,
+        typer.Option(
+            help="Measure nothing: read what an earlier `--json` run printed (for --report).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """The WAN accelerator on emulated 1 Gb/s loops with 64 KB windows, as USN tested
     Cisco WAAS: no accelerator, flow optimization, + redundancy elimination, + LZ, for
@@ -241,30 +254,39 @@ def middleboxes(
         tuple(int(n) for n in _floats(streams, "--streams")),
         kinds,
     )
-    minutes = sum(c.estimate_s(repetitions) for c in cells) / 60
-    err_console.print(f"About {minutes:.0f} minutes.")
-    report = _on_the_testbed(lambda progress: middleboxes_bench.run(cells, repetitions, progress))
+    if from_json is not None:
+        measured = json.loads(from_json.read_text(encoding="utf-8"))
+    else:
+        minutes = sum(c.estimate_s(repetitions) for c in cells) / 60
+        err_console.print(f"About {minutes:.0f} minutes.")
+        measured = _on_the_testbed(
+            lambda progress: middleboxes_bench.run(cells, repetitions, progress)
+        )
+    if report is not None:
+        from longhaul.report.middleboxes import write_middleboxes_report  # noqa: PLC0415
+
+        err_console.print(f"Report: {write_middleboxes_report(measured, report)}")
     if json_output:
-        print_json(report)
+        print_json(measured)
         return
     table = Table(title="WAN accelerator, 1 Gb/s loops, 64 KB windows (Mb/s, mean of the runs)",
                   title_justify="left")  # fmt: skip
     for column in ("miles", "streams", "data", "features", "Mb/s (min-max)", "published",
                    "wire/app", "intact"):  # fmt: skip
         table.add_column(column, justify="right")
-    for cell in report["accelerator"]:
-        measured = (
+    for cell in measured["accelerator"]:
+        mbps = (
             ""
             if cell["mbps"] is None
             else (f"{cell['mbps']:.1f} ({cell['mbps_min']:.1f}-{cell['mbps_max']:.1f})")
         )
         published = cell["published_mbps"]
         table.add_row(f"{cell['miles']:,}", str(cell["streams"]), cell["data"], cell["features"],
-                      measured, "" if published is None else f"{published:g}",
+                      mbps, "" if published is None else f"{published:g}",
                       f"{cell['wire_ratio']:.3f}" if "wire_ratio" in cell else "",
                       f"{cell['intact_runs']}/{cell['runs']}")  # fmt: skip
     console.print(table)
-    for cell in report["accelerator"]:
+    for cell in measured["accelerator"]:
         for error in cell["errors"]:
             err_console.print(f"{_label_of(cell)}: {error}")
 
