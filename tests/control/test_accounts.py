@@ -30,6 +30,27 @@ def test_revoking_the_certificate_mapping_too(service):
     assert service.accounts.by_cert("O=ORNL,CN=carol") is None
 
 
+def test_a_certificate_bound_to_its_issuer_signs_in_only_from_that_ca(service):
+    service.accounts.add("carol", cert_subject="CN=carol,O=ORNL",
+                         cert_issuer="CN=ORNL CA,O=ORNL")  # fmt: skip
+    # The issuer is compared as the subject is: order, spacing and case do not matter.
+    assert service.accounts.by_cert("CN=carol,O=ORNL", "o=ORNL, cn=ORNL CA").name == "carol"
+    assert service.accounts.by_cert("CN=carol,O=ORNL", "CN=Other CA,O=Elsewhere") is None
+    assert service.accounts.by_cert("CN=carol,O=ORNL") is None  # issuer unknown
+    [added] = [e for e in audit_log.events(service.db) if e.action == "user.add"]
+    assert added.detail.endswith("issued by CN=ornl ca,O=ornl")  # canonical, as stored
+    # Unbound subjects sign in from any CA the server trusts, as before.
+    service.accounts.add("dave", cert_subject="CN=dave,O=ORNL")
+    assert service.accounts.by_cert("CN=dave,O=ORNL", "CN=Other CA").name == "dave"
+
+
+def test_an_issuer_needs_a_subject_and_must_be_a_name(service):
+    with pytest.raises(InputError, match="give both"):
+        service.accounts.add("erin", cert_issuer="CN=ORNL CA")
+    with pytest.raises(InputError, match="cert_issuer"):
+        service.accounts.add("erin", cert_subject="CN=erin", cert_issuer="not a name")
+
+
 def test_a_removed_user_signs_in_no_more_but_keeps_their_name(service, alice):
     service.accounts.add("carol", cert_subject="CN=carol,O=ORNL")
     service.accounts.remove("alice")

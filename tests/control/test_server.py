@@ -226,6 +226,19 @@ def test_tls_with_a_client_certificate(tmp_path):
             assert anonymous.get("/api/v1/reservations").status_code == 401
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{server.url}/healthz", verify=True)  # not a publicly trusted certificate
+        # Bound to its issuer: the test CA signs carol in; a user bound to another CA is
+        # refused with the same certificate.
+        server.cli("user", "revoke", "carol", "--certificate")
+        server.add_user("carol2", "--cert-subject", "CN=carol,O=ORNL",
+                        "--cert-issuer", "CN=another CA")  # fmt: skip
+        with httpx.Client(base_url=server.url, verify=signed) as http:
+            refused = http.get("/api/v1/reservations")
+            assert refused.status_code == 401 and "issued by" in refused.text
+        server.cli("user", "remove", "carol2")
+        server.add_user("carol3", "--cert-subject", "CN=carol,O=ORNL",
+                        "--cert-issuer", "cn=longhaul test CA")  # fmt: skip
+        with httpx.Client(base_url=server.url, verify=signed) as http:
+            assert http.get("/api/v1/reservations").status_code == 200
 
 
 def test_the_cli_driver_provisions_through_the_simulated_switches(tmp_path):

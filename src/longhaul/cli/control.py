@@ -145,6 +145,13 @@ def user_add(
             help="X.509 subject (RFC 4514, e.g. 'CN=alice,O=ORNL') that signs this user in."
         ),
     ] = None,
+    cert_issuer: Annotated[
+        str | None,
+        typer.Option(
+            help="With --cert-subject: the CA's subject that must have issued the certificate "
+            "(with several CAs trusted). Default: any CA the server trusts."
+        ),
+    ] = None,
     metrics: Annotated[
         bool, typer.Option("--metrics", help="A token that reads /metrics only (Prometheus).")
     ] = False,
@@ -153,7 +160,7 @@ def user_add(
     """Add a user and print their API token (shown this once; only its hash is kept)."""
     service = _offline_service(db)
     user, token = service.accounts.add(
-        name, admin=admin, cert_subject=cert_subject, metrics=metrics
+        name, admin=admin, cert_subject=cert_subject, metrics=metrics, cert_issuer=cert_issuer
     )
     note(f"Added {user.role} {user.name}. Their token (shown once, keep it safe):")
     print(token)
@@ -168,6 +175,7 @@ def user_list(
     """List users and their roles."""
     for user in _offline_service(db).accounts.all(removed=removed):
         subject = f"  cert: {user.cert_subject}" if user.cert_subject else ""
+        subject += f" from {user.cert_issuer}" if user.cert_issuer else ""
         gone = f"  removed {user.removed_at:%Y-%m-%d %H:%M}" if user.removed_at else ""
         console.print(f"{user.name:20s} {user.role:6s}{subject}{gone}")
 

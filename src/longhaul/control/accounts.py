@@ -43,9 +43,11 @@ class Accounts:
         actor: str = CLI,
         source: str = CLI,
         metrics: bool = False,
+        cert_issuer: str | None = None,
     ) -> tuple[User, str]:
         """A new user and their API token, which is shown this once and stored hashed;
-        `metrics` makes a token that reads /metrics only."""
+        `metrics` makes a token that reads /metrics only; `cert_issuer` binds the
+        certificate subject to the CA that must have issued it."""
         if admin and metrics:
             raise InputError("role", "a user is an admin or a metrics reader, not both")
         if (
@@ -54,11 +56,10 @@ class Accounts:
             or not name.replace("-", "").replace("_", "").replace(".", "").isalnum()
         ):
             raise InputError("name", f"{name!r}: use 1-64 letters, digits, '-', '_' or '.'")
-        if cert_subject is not None:
-            try:
-                cert_subject = canonical_subject(cert_subject)
-            except ValueError as error:
-                raise InputError("cert_subject", str(error)) from error
+        if cert_issuer is not None and cert_subject is None:
+            raise InputError("cert_issuer", "an issuer binds a certificate subject: give both")
+        cert_subject = _canonical_or_refused(cert_subject, "cert_subject")
+        cert_issuer = _canonical_or_refused(cert_issuer, "cert_issuer")
         token = new_token()
         role = "admin" if admin else METRICS if metrics else "user"
         with self.db.write() as session:
@@ -69,10 +70,12 @@ class Accounts:
                 role=role,
                 token_hash=hash_token(token),
                 cert_subject=cert_subject,
+                cert_issuer=cert_issuer,
                 created_at=self.clock(),
             )
             session.add(user)
             detail = f"role {role}" + (f", certificate {cert_subject}" if cert_subject else "")
+            detail += f", issued by {cert_issuer}" if cert_issuer else ""
             audit_log.record(
                 session, self.clock(), Entry(actor, "user.add", name, source, detail=detail)
             )
@@ -85,17 +88,24 @@ class Accounts:
                 select(User).where(User.token_hash == hash_token(token), User.removed_at.is_(None))
             )
 
-    def by_cert(self, subject: x509.Name | str) -> User | None:
+    def by_cert(
+        self, subject: x509.Name | str, issuer: x509.Name | str | None = None
+    ) -> User | None:
         """The user whose certificate subject is the same distinguished name, however its
-        attributes are ordered, spaced or cased (see `subjects`)."""
+        attributes are ordered, spaced or cased (see `subjects`), if the certificate's
+        `issuer` is the one the user is bound to (when bound)."""
         try:
             canonical = canonical_subject(subject)
+            issued_by = None if issuer is None else canonical_subject(issuer)
         except ValueError:
             return None
         with self.db.read() as session:
-            return session.scalar(
+            user = session.scalar(
                 select(User).where(User.cert_subject == canonical, User.removed_at.is_(None))
             )
+        if user is not None and user.cert_issuer is not None and user.cert_issuer != issued_by:
+            return None
+        return user
 
     def all(self, removed: bool = False) -> list[User]:
         """Every user, by name; removed ones too with `removed`."""
@@ -124,7 +134,7 @@ class Accounts:
             user.token_hash = _unusable_hash()
             action = "token.revoke"
             if certificate:
-                user.cert_subject = None
+                user.cert_subject = user.cert_issuer = None
                 action = "token+certificate.revoke"
             audit_log.record(session, self.clock(), Entry(actor, action, name, source))
 
@@ -135,7 +145,7 @@ class Accounts:
             user = self._user(session, name)
             user.removed_at = self.clock()
             user.token_hash = _unusable_hash()
-            user.cert_subject = None
+            user.cert_subject = user.cert_issuer = None
             audit_log.record(session, self.clock(), Entry(actor, "user.remove", name, source))
 
     def _user(self, session: Session, name: str) -> User:
@@ -158,3 +168,12 @@ def _unusable_hash() -> str:
     """A stored hash no token has: 256 random bits where a SHA-256 would be (the column
     stays unique and filled)."""
     return "revoked-" + secrets.token_hex(28)
+
+
+def _canonical_or_refused(name: str | None, field: str) -> str | None:
+    if name is None:
+        return None
+    try:
+        return canonical_subject(name)
+    except ValueError as error:
+        raise InputError(field, str(error)) from error

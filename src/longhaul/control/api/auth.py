@@ -23,8 +23,8 @@ def service_of(request: Request) -> Service:
     return service
 
 
-def certificate_subject(request: Request) -> x509.Name | None:
-    """The subject of the verified client certificate, if the client sent one.
+def client_certificate(request: Request) -> x509.Certificate | None:
+    """The verified client certificate, if the client sent one.
 
     Read from the ASGI TLS extension (`client_cert_chain`, PEM, leaf first), which
     longhaul's server fills in (see server.py).
@@ -33,7 +33,7 @@ def certificate_subject(request: Request) -> x509.Name | None:
     chain = tls.get("client_cert_chain") or []
     if not chain:
         return None
-    return x509.load_pem_x509_certificate(chain[0].encode()).subject
+    return x509.load_pem_x509_certificate(chain[0].encode())
 
 
 BEARER = HTTPBearer(
@@ -76,11 +76,12 @@ def _signed_in(request: Request, token: str | None) -> User:
         user = service.accounts.by_token(cookie)
         if user is not None:
             return user
-    if subject := certificate_subject(request):
-        user = service.accounts.by_cert(subject)
+    if certificate := client_certificate(request):
+        user = service.accounts.by_cert(certificate.subject, certificate.issuer)
         if user is None:
             raise UnauthorizedError(
-                f"no user has the certificate subject {subject.rfc4514_string()!r}"
+                f"no user has the certificate subject {certificate.subject.rfc4514_string()!r}"
+                f" issued by {certificate.issuer.rfc4514_string()!r}"
             )
         return user
     raise UnauthorizedError(

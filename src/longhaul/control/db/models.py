@@ -44,6 +44,8 @@ class User(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     """SHA-256 of the API token; the token itself is shown once and never stored."""
     cert_subject: Mapped[str | None] = mapped_column(String(512), unique=True)
+    cert_issuer: Mapped[str | None] = mapped_column(String(512))
+    """The CA the certificate must come from (canonical DN); None: any CA the server trusts."""
     """The subject of the X.509 client certificate that signs this user in, if any."""
     created_at: Mapped[datetime]
     removed_at: Mapped[datetime | None]
