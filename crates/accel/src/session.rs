@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -20,6 +20,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::codec::{Counters, Decoder, Encoder};
+use crate::sockopt;
 use crate::wire::{FRAME_HEADER_BYTES, Features, Frame};
 
 /// The most bytes one read from an application takes.
@@ -89,7 +90,7 @@ pub struct Session {
     out: mpsc::Sender<Out>,
     streams: Mutex<HashMap<u32, StreamHandle>>,
     terms: Terms,
-    next_stream: AtomicU64,
+    next_stream: AtomicU32,
     report: SharedReport,
 }
 
@@ -110,7 +111,7 @@ impl Session {
             out,
             streams: Mutex::new(HashMap::new()),
             terms,
-            next_stream: AtomicU64::new(1),
+            next_stream: AtomicU32::new(1),
             report,
         });
         let writer = tokio::spawn(write_session(write, outbox, terms, Arc::clone(&session)));
@@ -131,7 +132,7 @@ impl Session {
 
     /// Carries an application's connection to `target` on the far side.
     pub async fn carry(self: &Arc<Self>, app: TcpStream, target: String) {
-        let stream = self.next_stream.fetch_add(1, Ordering::Relaxed) as u32;
+        let stream = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let (to_app, from_session) = mpsc::unbounded_channel();
         let credit = self.register(stream, to_app);
         if self
@@ -140,7 +141,7 @@ impl Session {
             .await
             .is_err()
         {
-            sockopt_reset(&app);
+            sockopt::reset_on_close(&app);
             return;
         }
         self.pump(stream, app, from_session, credit);
@@ -240,7 +241,7 @@ impl Session {
                     }
                 }
                 ToApp::Reset => {
-                    sockopt_reset(app.as_ref());
+                    sockopt::reset_on_close(app.as_ref());
                     return;
                 }
             }
@@ -398,10 +399,6 @@ impl Session {
             }
         });
     }
-}
-
-fn sockopt_reset(socket: &TcpStream) {
-    crate::sockopt::reset_on_close(socket);
 }
 
 /// The session's only writer: encodes what the streams hand it, in the order it is

@@ -75,19 +75,25 @@ class Cell:
     features: str
     data: str
 
+    @property
+    def accelerated(self) -> bool:
+        return self.features != "none"
+
+    @property
+    def seconds(self) -> float:
+        return SECONDS["accelerated" if self.accelerated else "none"]
+
     def expected_bps(self, rtt_ms: float) -> float:
-        line = RATE_GBPS * 1e9 * 1448 / 1500
-        if self.features != "none":
+        line = RATE_GBPS * 1e9 * wan.MSS_BYTES / wan.PACKET_BYTES
+        if self.accelerated:
             return line
         return min(line, self.streams * accel.PINNED_WINDOW_BYTES * 8 / (rtt_ms / 1e3))
 
     def bytes_per_stream(self, rtt_ms: float) -> int:
-        seconds = SECONDS["none" if self.features == "none" else "accelerated"]
-        return int(self.expected_bps(rtt_ms) / 8 * seconds / self.streams)
+        return int(self.expected_bps(rtt_ms) / 8 * self.seconds / self.streams)
 
     def estimate_s(self, repetitions: int) -> float:
-        each = SECONDS["none" if self.features == "none" else "accelerated"] + 1.5
-        return repetitions * each + (0 if self.features == "none" else 1.0)
+        return repetitions * (self.seconds + 1.5) + (1.0 if self.accelerated else 0.0)
 
 
 def plan(miles: tuple[int, ...] = MILES, streams: tuple[int, ...] = STREAMS,
@@ -114,9 +120,9 @@ def run(cells: list[Cell], repetitions: int = REPETITIONS,
     total = sum(c.estimate_s(repetitions) for c in cells) + 30
     done = 0.0
     results = []
-    with wan.own_testbed() as testbed, _payloads(cells) as files:
-        for miles in sorted({c.miles for c in cells}):
-            rtt_ms = loop_rtt_ms(miles)
+    rtts_ms = {miles: loop_rtt_ms(miles) for miles in sorted({c.miles for c in cells})}
+    with wan.own_testbed() as testbed, _payloads(cells, rtts_ms) as files:
+        for miles, rtt_ms in rtts_ms.items():
             spec = wan.Case(RATE_GBPS, rtt_ms, "accelerator")
             with wan.circuit_for(testbed, spec) as record, _lan(record):
                 for cell in (c for c in cells if c.miles == miles):
@@ -153,9 +159,9 @@ def _lan(record: CircuitRecord) -> Iterator[None]:
 
 
 @contextmanager
-def _payloads(cells: list[Cell]) -> Iterator[dict[str, Path]]:
+def _payloads(cells: list[Cell], rtts_ms: dict[int, float]) -> Iterator[dict[str, Path]]:
     """One file of each kind the cells use, large enough for any of them, on tmpfs."""
-    most = max(c.bytes_per_stream(loop_rtt_ms(c.miles)) * c.streams for c in cells)
+    most = max(c.bytes_per_stream(rtts_ms[c.miles]) * c.streams for c in cells)
     with tempfile.TemporaryDirectory(prefix="longhaul-bench-middleboxes-", dir="/dev/shm") as d:
         yield {kind: payloads.write(kind, Path(d) / kind, most + (1 << 20))
                for kind in sorted({c.data for c in cells})}  # fmt: skip
@@ -176,7 +182,7 @@ def _cell(record: CircuitRecord, cell: Cell, rtt_ms: float, file: Path,
         except ToolError as exc:
             outcomes.append(str(exc))
 
-    if cell.features == "none":
+    if not cell.accelerated:
         for _ in range(repetitions):
             once(None)
     else:

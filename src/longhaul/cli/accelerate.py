@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from longhaul.cli.common import console, fail, print_json
-from longhaul.cli.transfer import _circuit
+from longhaul.cli.transfer import reserved_circuit
 from longhaul.measure.tools import accelerator
 
 
@@ -52,7 +52,7 @@ def accelerate(
     channel's first host, the far one on its second; then print what they did (bytes
     from the applications and on the wire, cache hits, compression)."""
     forwards = tuple(_forward(f) for f in forward)
-    record = _circuit(reservation, circuit)
+    record = reserved_circuit(reservation, circuit)
     buffers = accelerator.wan_buffer_bytes(record.rate_bps, record.rtt_ms,
                                            record.queue_bytes or 0)  # fmt: skip
     stop = threading.Event()

@@ -18,7 +18,9 @@ from longhaul.testbed.state import CircuitRecord
 from longhaul.testbed.testbed import Testbed
 
 
-def _circuit(reservation: int | None, circuit: int | None) -> CircuitRecord:
+def reserved_circuit(reservation: int | None, circuit: int | None) -> CircuitRecord:
+    """The testbed circuit a command runs over: a reservation's, or one named by number
+    (`--reservation N` or `--circuit N`, exactly one)."""
     if (reservation is None) == (circuit is None):
         fail("say which channel: --reservation N (a reservation's circuit) or --circuit N")
     bed = Testbed(persistent=True)
@@ -74,7 +76,7 @@ def transfer(
     take up an interrupted transfer where it stopped."""
     if not path.exists():
         fail(f"{path} does not exist")
-    record = _circuit(reservation, circuit)
+    record = reserved_circuit(reservation, circuit)
     pacing = {} if from_profile is None else _stored_pacing(from_profile, record.rtt_ms, db)
     test = hurricane.HurricaneTest(
         client_ns=record.src_ns,

@@ -15,6 +15,7 @@ the same bytes), as the four kinds USN's WAN-accelerator tests moved:
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,16 +65,17 @@ def _pieces(kind: str, rng: np.random.Generator) -> Iterator[bytes]:
                 yield packed
 
 
+@functools.cache
 def _radius() -> np.ndarray:
+    """Each grid point's distance from the centre, in grid widths (made on first use, not
+    when the module loads: the CLI imports it)."""
     x = (np.arange(GRID, dtype=np.float32) + 0.5) / GRID - 0.5
     return np.sqrt(x[:, None, None] ** 2 + x[None, :, None] ** 2 + x[None, None, :] ** 2)
 
 
-_R = _radius()
-
-
 def _grid(rng: np.random.Generator) -> bytes:
+    r = _radius()
     shock = SHOCK_RADIUS * (1 + 0.1 * rng.standard_normal())
-    field = np.exp(-_R) * (1 + 0.2 * np.sin(20 * _R + rng.uniform(0, 2 * np.pi)))
-    field *= 1 + 1e-2 * rng.standard_normal(_R.shape)
-    return np.where(shock > _R, field, 1e-3).astype(np.float32).tobytes()
+    field = np.exp(-r) * (1 + 0.2 * np.sin(20 * r + rng.uniform(0, 2 * np.pi)))
+    field *= 1 + 1e-2 * rng.standard_normal(r.shape)
+    return np.where(shock > r, field, 1e-3).astype(np.float32).tobytes()

@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 import asyncssh
+import tomli_w
 
 from longhaul.control.devices.core import CoreSwitch
 from longhaul.control.devices.edge import EdgeSwitch
@@ -67,13 +68,12 @@ def write_inventory(path: Path, host: str, port: int, password: str, host_key: a
     known = path.with_name(path.stem + ".known_hosts")
     entry = host if port == 22 else f"[{host}]:{port}"
     known.write_text(f"{entry} {host_key.export_public_key().decode().strip()}\n")
-    path.write_text(
-        "# Written by `longhaul devices serve`: its simulated devices.\n"
-        f'host = "{host}"\nport = {port}\nusername = "{{node}}"\npassword = "{password}"\n'
-        f'known_hosts = "{known.name}"\ntimeout_s = 10.0\nretries = 2\n',
-        encoding="utf-8",
-    )
+    inventory = {"host": host, "port": port, "username": "{node}", "password": password,
+                 "known_hosts": known.name, "timeout_s": 10.0, "retries": 2}  # fmt: skip
+    path.touch(mode=0o600)  # the password is never readable by others, not even at first
     path.chmod(0o600)
+    path.write_text("# Written by `longhaul devices serve`: its simulated devices.\n"
+                    + tomli_w.dumps(inventory), encoding="utf-8")  # fmt: skip
 
 
 async def serve(topology: Topology, host: str, port: int, inventory: Path,

@@ -24,7 +24,7 @@ import asyncssh
 from longhaul.control.devices.core import denial
 from longhaul.control.devices.inventory import Device, Inventory
 from longhaul.control.drivers.base import Circuit, CircuitStatus, Driver, DriverError
-from longhaul.control.drivers.commands import DeviceCommands, device_commands
+from longhaul.control.drivers.commands import device_commands
 from longhaul.topology import Topology
 
 _EDGE_PROMPT = re.compile(r"[#>] $")
@@ -46,7 +46,7 @@ class CliDriver:
             self.name = f"cli+{inner.name}"
 
     def provision(self, circuit: Circuit) -> None:
-        self._apply(device_commands(self.topology, circuit, "provision"))
+        self._apply(circuit, "provision")
         if self.inner is not None:
             self.inner.provision(circuit)
 
@@ -55,14 +55,14 @@ class CliDriver:
             self.release(previous)
             self.provision(circuit)
             return
-        self._apply(device_commands(self.topology, circuit, "modify"))
+        self._apply(circuit, "modify")
         if self.inner is not None:
             self.inner.modify(circuit, previous)
 
     def release(self, circuit: Circuit) -> None:
         if self.inner is not None:
             self.inner.release(circuit)
-        self._apply(device_commands(self.topology, circuit, "release"))
+        self._apply(circuit, "release")
 
     def status(self, circuit: Circuit) -> CircuitStatus:
         """Up when every switch on the path holds the circuit (and the driver under it
@@ -84,8 +84,8 @@ class CliDriver:
             return self.inner.status(circuit)
         return CircuitStatus.UP
 
-    def _apply(self, steps: list[DeviceCommands]) -> None:
-        for step in steps:
+    def _apply(self, circuit: Circuit, op: str) -> None:
+        for step in device_commands(self.topology, circuit, op):
             if step.language is None or not step.lines:
                 continue
             device = self.inventory.device(step.node)
@@ -93,20 +93,21 @@ class CliDriver:
             answers = self._session(device, step.lines, tl1=tl1)
             for line, answer in zip(step.lines, answers, strict=True):
                 if tl1:
-                    self._tl1_outcome(device, line, answer)
+                    self._tl1_outcome(device, line, answer, circuit)
                 else:
                     self._edge_outcome(device, line, answer)
 
-    def _tl1_outcome(self, device: Device, line: str, answer: str) -> None:
+    def _tl1_outcome(self, device: Device, line: str, answer: str, circuit: Circuit) -> None:
         code = denial(answer)
         if code is None:
             return
         if code == "SROF" and line.startswith("DLT-"):
             return  # not there: released already
         if code == "SAAS" and line.startswith("ENT-"):
-            # There already (a provision repeated): make sure of its size.
-            [resized] = self._session(device, ["ED-" + line.removeprefix("ENT-")
-                                               .replace(",CCT=2WAY", "")], tl1=True)  # fmt: skip
+            # There already (a provision repeated): make sure of its size, as a modify does.
+            [resize] = next(s.lines for s in device_commands(self.topology, circuit, "modify")
+                            if s.node == device.node)  # fmt: skip
+            [resized] = self._session(device, [resize], tl1=True)
             if denial(resized) is None:
                 return
             answer = resized
@@ -165,13 +166,9 @@ async def _until_prompt(process: asyncssh.SSHClientProcess[str], tl1: bool) -> s
             raise asyncssh.ConnectionLost("the device closed the session")
         said += chunk
         if said.endswith(_TL1_PROMPT) if tl1 else _EDGE_PROMPT.search(said):
-            body = (
-                said[: -len(_TL1_PROMPT)]
-                if tl1
-                else said.rsplit("\n", 1)[0]
-                if "\n" in said
-                else ""
-            )
+            # What came before the prompt: TL1's `<` ends the response; a CLI prompt is
+            # the last line.
+            body = said.removesuffix(_TL1_PROMPT) if tl1 else said.rpartition("\n")[0]
             return body.strip("\n")
 
 
