@@ -1,5 +1,6 @@
-"""The accelerator report, drawn from what `longhaul bench middleboxes --json` printed
-(recorded on a 2-core VM: both loops, 1-20 streams, four payloads, 3 repetitions)."""
+"""The middleboxes report, drawn from what `longhaul bench middleboxes --json` printed
+(recorded on a 2-core VM: the accelerator on both loops, 1-20 streams, four payloads, 3
+repetitions; the encryptor on the local and 1,400-mile loops)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,27 @@ def test_the_report_puts_every_hdf_cell_beside_usn(tmp_path: Path) -> None:
         in page
     )
     # 24 HDF cells (2 loops x 3 stream counts x 4 feature sets), then 6 rows of the other
-    # payloads (2 loops x 3 kinds), one stream each.
-    assert page.count("<tr><td>1,400</td><td>") + page.count("<tr><td>2,800</td><td>") == 24 + 6
+    # payloads (2 loops x 3 kinds), one stream each, and the encryptor's 4 rows at 1,400.
+    assert page.count("<tr><td>1,400</td><td>") + page.count("<tr><td>2,800</td><td>") == 24 + 6 + 4
     assert page.count("<td>random</td>") == 2 and page.count("<td>duplicated</td>") == 2
+
+
+def test_the_report_puts_the_encryptor_beside_the_plain_circuit_and_usn(tmp_path: Path) -> None:
+    report = json.loads(RECORDED.read_text())
+    page = write_middleboxes_report(report, tmp_path).read_text()
+    assert (tmp_path / "encryptor.png").is_file()
+    # Aligned over 1,400 miles: 9.10 Gb/s encrypted, 9.15 plain, USN's 8 beside.
+    assert ("<td>1,400</td><td>8,950</td><td>fragment</td><td></td><td>9.10 (9.04-9.11)</td>"
+            "<td>9.15</td><td>0.995</td><td>8</td>") in page  # fmt: skip
+    assert "<td>1,400</td><td>9,000</td><td>drop</td><td></td><td>0.00 (0.00-0.00)</td>" in page
+    assert "<td>9/9</td>" in page  # every tampered frame refused
+
+
+def test_a_report_without_the_encryptor_has_no_encryptor_section(tmp_path: Path) -> None:
+    report = json.loads(RECORDED.read_text())
+    report["encryptor"] = []
+    page = write_middleboxes_report(report, tmp_path).read_text()
+    assert 'id="encryptor"' not in page and not (tmp_path / "encryptor.png").exists()
 
 
 def test_a_report_of_one_loop_and_no_other_payloads_is_drawn_too(tmp_path: Path) -> None:

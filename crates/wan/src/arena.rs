@@ -119,8 +119,9 @@ impl Ring {
     }
 
     fn slice(&mut self, offset: usize, len: usize) -> &mut [u8] {
-        // SAFETY: offset + len <= capacity (place checked it), the mapping lives as long
-        // as the ring, and the region is not held by any frame.
+        // SAFETY: offset + len <= capacity (place checked it, or it is a held frame's),
+        // the mapping lives as long as the ring, and `&mut self` keeps any other slice of
+        // the ring from living meanwhile.
         unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(offset), len) }
     }
 
@@ -237,6 +238,12 @@ impl Arena {
         self.rings.back_mut().expect("a ring").hold(offset, len)
     }
 
+    /// The room given last at `offset` (`len` bytes of it), not yet kept: to work on a
+    /// frame read into it before it is kept.
+    pub fn written(&mut self, offset: usize, len: usize) -> &mut [u8] {
+        self.rings.back_mut().expect("a ring").slice(offset, len)
+    }
+
     /// Copy `bytes` in as a frame of its own, if there is room.
     pub fn copy_in(&mut self, bytes: &[u8]) -> Option<FrameRef> {
         let (offset, room) = self.room(bytes.len())?;
@@ -251,6 +258,15 @@ impl Arena {
             .find(|r| r.generation == frame.generation)
             .expect("a frame's ring lives until it is released");
         ring.bytes(frame.offset, frame.len)
+    }
+
+    pub fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
+        let ring = self
+            .rings
+            .iter_mut()
+            .find(|r| r.generation == frame.generation)
+            .expect("a frame's ring lives until it is released");
+        ring.slice(frame.offset, frame.len)
     }
 
     /// The frame will be released `count` more times than once.

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use longhaul_link::DirectionConfig;
 use serde_json::{Map, Value, json};
 
+use crate::encryptor::EncryptorConfig;
 use crate::engine::Core;
 
 /// What a request asks of the engine besides its answer.
@@ -66,13 +67,35 @@ pub fn handle(line: &str, core: &mut Core, now_ns: u64) -> (Value, Then) {
             Ok(()) => json!({"ok": true}),
             Err(e) => refuse(&e),
         },
+        Some("encrypt") => match encrypt(&request, core, now_ns) {
+            Ok(()) => json!({"ok": true, "encrypted": core.encryptors.is_some()}),
+            Err(e) => refuse(&e),
+        },
         Some("stop") => return (json!({"ok": true}), Then::Stop),
         Some(other) => refuse(&format!(
-            "op {other:?} is not one of stats, config, set, health, steer, stop"
+            "op {other:?} is not one of stats, config, set, health, steer, encrypt, stop"
         )),
         None => refuse("op is missing: stats, config, set, health or stop"),
     };
     (answer, Then::Continue)
+}
+
+/// Put encryptors on the line (`"config"`: an `EncryptorConfig`) or take them off
+/// (`"config": null`). What is on the line meanwhile is dropped, as when a device is
+/// cabled in.
+fn encrypt(request: &Value, core: &mut Core, now_ns: u64) -> Result<(), String> {
+    let config = match request.get("config") {
+        None => return Err("encrypt: config is missing (an encryptor's, or null)".into()),
+        Some(Value::Null) => None,
+        Some(value) => {
+            let config: EncryptorConfig = serde_path_to_error::deserialize(value)
+                .map_err(|e| format!("encrypt: {}: {}", e.path(), e.inner()))?;
+            config.check().map_err(|e| format!("encrypt: {e}"))?;
+            Some(config)
+        }
+    };
+    core.set_encryptors(config, now_ns);
+    Ok(())
 }
 
 fn ok(mut answer: Value) -> Value {

@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 
 use crate::arena::{Arena, FrameRef};
 use crate::control::{self, Then};
+use crate::encryptor::{EncryptorConfig, LinkEncryptors, TRAILER_BYTES};
 use crate::health::{self, HealthLog};
 use crate::packet::{self, VNET_HDR_LEN};
 use crate::steer::{Activity, Steering};
@@ -174,6 +175,8 @@ pub struct Core {
     /// Spinners that keep the CPUs awake while the line is quiet (`KeepAwake::Quiet`).
     pub spinners: Option<Spinners>,
     activity: Activity,
+    /// The link encryptors at both ends, if the line is encrypted.
+    pub encryptors: Option<LinkEncryptors>,
 }
 
 /// How much of the recent time the engine slept.
@@ -240,6 +243,7 @@ impl Core {
             steering: None,
             spinners: None,
             activity: Activity::default(),
+            encryptors: None,
         })
     }
 
@@ -266,7 +270,23 @@ impl Core {
         self.link[index].reconfigure(now_ns, config);
     }
 
-    /// Offer the frame just read into arena `side` at `offset` (`len` bytes) to the link.
+    /// Encrypt the line from `now_ns` with `config` (new associations at random SPIs), or
+    /// no longer (None). Frames on the line are dropped: sealed or not, they were sealed
+    /// for the other setting.
+    pub fn set_encryptors(&mut self, config: Option<EncryptorConfig>, now_ns: u64) {
+        self.drain();
+        self.encryptors = config.map(|config| {
+            let mut random = [0u8; 16];
+            aws_lc_rs::rand::fill(&mut random).expect("the system's random source");
+            let spis =
+                [0, 4].map(|at| u32::from_be_bytes(random[at..at + 4].try_into().expect("4")));
+            let seed = u64::from_be_bytes(random[8..].try_into().expect("8"));
+            LinkEncryptors::new(config, spis, seed, now_ns)
+        });
+    }
+
+    /// Offer the frame just read into arena `side` at `offset` (`len` bytes, with room
+    /// for `TRAILER_BYTES` more) to the link: sealed first if the link is encrypted.
     fn offer<D: Device>(
         &mut self,
         device: &mut D,
@@ -276,18 +296,28 @@ impl Core {
         len: usize,
     ) {
         let arena = &mut self.arenas[side];
-        let frame = arena.keep(offset, len);
-        let bytes = arena.bytes(frame);
         let link = &mut self.link[side];
-        match link.offer(now_ns, wire_shape(bytes)) {
+        let mut shape = wire_shape(arena.written(offset, len));
+        if let Some(encryptors) = &mut self.encryptors {
+            let framing = link.config().overhead_bytes();
+            match encryptors.shape(side, shape, framing) {
+                Some(sealed) => shape = sealed,
+                None => return, // too long for the line sealed: dropped before it
+            }
+        }
+        match link.offer(now_ns, shape) {
             Offer::Whole(slot) => {
+                let room = arena.written(offset, len + TRAILER_BYTES);
+                let len = seal(self.encryptors.as_mut(), device, side, now_ns, room, len);
+                let frame = arena.keep(offset, len);
                 let copies = link.push(slot, frame);
                 arena.add_releases(frame, copies as u32 - 1);
             }
-            Offer::Refused(_) => arena.discard(frame),
+            Offer::Refused(_) => {} // the room is left unkept
             Offer::Cut(parts) => {
                 let began = device.now_ns();
                 self.counters.cuts += 1;
+                let bytes = arena.written(offset, len);
                 // TCP segments that stay neighbours on the line go on as one frame.
                 let runs: Vec<(u32, Slot)> = if packet::is_tcp(bytes) {
                     kept_runs(&parts)
@@ -300,22 +330,29 @@ impl Core {
                     .iter()
                     .map(|(first, slot)| (*first as usize, slot.segments() as usize))
                     .collect();
-                let pieces = packet::split_runs(bytes, &bounds);
                 // The pieces take the whole frame's place.
-                arena.discard(frame);
-                let Some(pieces) = pieces else {
+                let Some(pieces) = packet::split_runs(bytes, &bounds) else {
                     // Not one this can cut: the loss of one segment loses the frame.
                     link.abandon(&parts);
                     return;
                 };
                 for (piece, (_, slot)) in pieces.iter().zip(runs) {
-                    match arena.copy_in(piece) {
-                        Some(kept) => {
-                            let copies = link.push(slot, kept);
-                            arena.add_releases(kept, copies as u32 - 1);
-                        }
-                        None => self.counters.arena_full_frames += 1,
-                    }
+                    let Some((offset, room)) = arena.room(piece.len() + TRAILER_BYTES) else {
+                        self.counters.arena_full_frames += 1;
+                        continue;
+                    };
+                    room[..piece.len()].copy_from_slice(piece);
+                    let len = seal(
+                        self.encryptors.as_mut(),
+                        device,
+                        side,
+                        now_ns,
+                        room,
+                        piece.len(),
+                    );
+                    let kept = arena.keep(offset, len);
+                    let copies = link.push(slot, kept);
+                    arena.add_releases(kept, copies as u32 - 1);
                 }
                 self.counters.cut_ns += device.now_ns() - began;
             }
@@ -387,9 +424,14 @@ impl Core {
             Step::Other => blame.other_ns += late,
         }
         let far = 1 - direction;
+        let Some(len) = self.open(device, direction, frame) else {
+            // Refused by the far encryptor: the line carried it, nobody gets it.
+            self.arenas[direction].release(frame);
+            return true;
+        };
         let began = device.now_ns();
         if device
-            .write(far, self.arenas[direction].bytes(frame))
+            .write(far, &self.arenas[direction].bytes(frame)[..len])
             .is_err()
         {
             // The device is down or gone: like a cable pulled out, count and go on.
@@ -415,6 +457,27 @@ impl Core {
         self.last_step = Step::Write(direction);
         self.last_write_ns = began;
         true
+    }
+
+    /// The frame's bytes to hand on (opened in place if the link is encrypted), or None
+    /// if the far encryptor refuses it.
+    fn open<D: Device>(
+        &mut self,
+        device: &mut D,
+        direction: usize,
+        frame: FrameRef,
+    ) -> Option<usize> {
+        let Some(encryptors) = &mut self.encryptors else {
+            return Some(frame.len());
+        };
+        let began = device.now_ns();
+        let opened = encryptors.open(
+            direction,
+            self.arenas[direction].bytes_mut(frame),
+            VNET_HDR_LEN,
+        );
+        encryptors.counters[direction].open_ns += device.now_ns() - began;
+        opened
     }
 
     /// When the next frame of either direction may leave.
@@ -448,7 +511,7 @@ impl Core {
                 return true; // release first; the frame waits in its device meanwhile
             }
             self.last_read_ns[side] = now;
-            let (read, offset) = match self.arenas[side].room(FRAME_CAPACITY) {
+            let (read, offset) = match self.arenas[side].room(FRAME_CAPACITY + TRAILER_BYTES) {
                 Some((offset, room)) => (device.read(side, room), Some(offset)),
                 None => (device.read(side, &mut self.scratch), None),
             };
@@ -510,6 +573,12 @@ impl Core {
             "memory": self.memory(),
             "steering": self.steering.as_ref().map(|s| json!({"on": s.is_on(), "switches": s.switches})),
             "keeping_awake": self.spinners.as_ref().map(Spinners::is_spinning),
+            "encryptor": self.encryptors.as_ref().map(|e| json!({
+                "mtu_bytes": e.config.mtu_bytes,
+                "oversize": e.config.oversize,
+                "a_to_b": e.counters[0],
+                "b_to_a": e.counters[1],
+            })),
         })
     }
 
@@ -539,6 +608,25 @@ impl Core {
             }
         }
     }
+}
+
+/// Seal the frame of `len` bytes at the start of `room` entering the line at `side`, if
+/// the link is encrypted; its length on the line.
+fn seal<D: Device>(
+    encryptors: Option<&mut LinkEncryptors>,
+    device: &mut D,
+    side: Side,
+    now_ns: u64,
+    room: &mut [u8],
+    len: usize,
+) -> usize {
+    let Some(encryptors) = encryptors else {
+        return len;
+    };
+    let began = device.now_ns();
+    let sealed = encryptors.seal(side, now_ns, room, VNET_HDR_LEN, len);
+    encryptors.counters[side].seal_ns += device.now_ns() - began;
+    sealed
 }
 
 /// A cost estimate moved an eighth of the way to the latest sample.

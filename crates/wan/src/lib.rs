@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod echo;
+pub mod encryptor;
 pub mod engine;
 pub mod health;
 pub mod packet;

@@ -20,6 +20,7 @@ use longhaul_wan::config::{
 };
 use longhaul_wan::control::{ControlServer, request};
 use longhaul_wan::echo::{self, Mode, Probe, ProbeOptions, ServeOptions, Server};
+use longhaul_wan::encryptor::EncryptorConfig;
 use longhaul_wan::engine::{Core, Engine, hold_cpu_latency_qos, run_in_real_time};
 use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
 use longhaul_wan::tun::{Tun, TunDevice};
@@ -45,11 +46,12 @@ enum Command {
     /// then), and the final counters as JSON when it stops.
     Run(Box<RunArgs>),
     /// Send one request to a running emulator and print its JSON answer:
-    /// stats, config, stop, or set followed by JSON fields such as '{"delay_ns": 13400000}'.
+    /// stats, config, stop, set followed by JSON fields such as '{"delay_ns": 13400000}', or
+    /// encrypt followed by '{"config": {...}}' or '{"config": null}'.
     Ctl {
         /// The emulator's control socket (`run --control`).
         socket: PathBuf,
-        /// stats | config | stop | set
+        /// stats | config | stop | set | encrypt | health
         op: String,
         /// For set: the fields to change, as a JSON object (may name "direction").
         fields: Option<String>,
@@ -147,6 +149,12 @@ struct RunArgs {
     /// Both directions as JSON ({"a_to_b": {...}, "b_to_a": {...}}); overrides the flags above.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Link encryptors at both ends of the line (AES-256-GCM per frame, as ESP in tunnel
+    /// mode): a JSON file {"secret": HEX (32+ bytes), "mtu_bytes": 9000, "oversize":
+    /// "fragment"|"drop", "rekey_interval_ns", "replay_window", "tamper"}. A running
+    /// emulator takes the same object with `{"op": "encrypt", "config": {...}}`.
+    #[arg(long)]
+    encrypt: Option<PathBuf>,
     /// A Unix socket to answer stats, config, set and stop requests on.
     #[arg(long)]
     control: Option<PathBuf>,
@@ -383,6 +391,22 @@ fn link_config(args: &RunArgs) -> Result<LinkConfig, String> {
     })
 }
 
+fn encryptor_config(path: &std::path::Path) -> Result<EncryptorConfig, (u8, String)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| (2, format!("--encrypt {}: {e}", path.display())))?;
+    let mut json = serde_json::Deserializer::from_str(&text);
+    let config: EncryptorConfig = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        (
+            2,
+            format!("--encrypt {}: {}: {}", path.display(), e.path(), e.inner()),
+        )
+    })?;
+    config
+        .check()
+        .map_err(|e| (2, format!("--encrypt {}: {e}", path.display())))?;
+    Ok(config)
+}
+
 fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     let config = link_config(args).map_err(|e| (2, e))?;
     for (name, direction) in [("a_to_b", &config.a_to_b), ("b_to_a", &config.b_to_a)] {
@@ -391,6 +415,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     if args.a_dev == args.b_dev && args.a_netns == args.b_netns {
         return Err((2, "the two devices must differ (name or namespace)".into()));
     }
+    let encryptor = args.encrypt.as_deref().map(encryptor_config).transpose()?;
     let stop = stop_on_signals()?;
     fine_timer_slack();
     let open = |netns: &Option<String>, dev: &str| {
@@ -405,8 +430,11 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
         ),
         None => None,
     };
-    let core = Core::new([config.a_to_b, config.b_to_a], args.seed, now_ns())
+    let mut core = Core::new([config.a_to_b, config.b_to_a], args.seed, now_ns())
         .map_err(|e| (1, format!("cannot map the frame arenas: {e}")))?;
+    if encryptor.is_some() {
+        core.set_encryptors(encryptor, now_ns());
+    }
     let spinners = (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true));
     let mut device = TunDevice::new([a, b], control, stop)
         .map_err(|e| (1, format!("cannot watch the TUN devices (epoll): {e}")))?;

@@ -61,6 +61,8 @@ struct FakeDevice {
     end_ns: u64,
     /// When each side was read and how many of its frames were waiting then.
     reads: [Vec<(u64, usize)>; 2],
+    /// Every frame written at each end, if kept.
+    frames: Option<[Vec<Vec<u8>>; 2]>,
 }
 
 impl FakeDevice {
@@ -78,6 +80,7 @@ impl FakeDevice {
             answers: Vec::new(),
             end_ns,
             reads: [Vec::new(), Vec::new()],
+            frames: None,
         }
     }
 
@@ -130,6 +133,9 @@ impl Device for FakeDevice {
     fn write(&mut self, side: Side, frame: &[u8]) -> io::Result<()> {
         let shape = longhaul_wan::engine::wire_shape(frame);
         self.outbox[side].push((self.now, shape.ip_bytes as usize));
+        if let Some(frames) = &mut self.frames {
+            frames[side].push(frame.to_vec());
+        }
         // The receiver's work, as in a TUN write: a fixed part and a part per byte.
         self.advance(self.now + self.write_cost_ns + frame.len() as u64 / 10);
         Ok(())
@@ -429,5 +435,149 @@ fn an_engine_behind_on_its_writes_still_reads_its_devices_every_millisecond() {
     assert!(
         engine.device.outbox[1].len() > 5_000,
         "the line kept releasing"
+    );
+}
+
+/// A plain IPv4 packet of `ip_bytes` whose bytes say which it is.
+fn numbered(k: u32, ip_bytes: usize) -> Vec<u8> {
+    let mut frame = plain(ip_bytes);
+    for (i, byte) in frame[VNET + 20..].iter_mut().enumerate() {
+        *byte = (k as usize * 31 + i) as u8;
+    }
+    frame[VNET + 20..VNET + 24].copy_from_slice(&k.to_be_bytes());
+    frame
+}
+
+fn encryptor(json: &Value) -> longhaul_wan::encryptor::EncryptorConfig {
+    let mut config = json!({"secret": "11".repeat(32)});
+    for (k, v) in json.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    serde_json::from_value(config).unwrap()
+}
+
+/// Run `config`'s link (encrypted with `encrypt`, or not) over `frames` sent from A, one
+/// every `gap_ns`; the engine when it is done.
+fn run_with(
+    config: &DirectionConfig,
+    encrypt: Option<&Value>,
+    frames: &[Vec<u8>],
+    gap_ns: u64,
+) -> Engine<FakeDevice> {
+    let mut device = FakeDevice::new(frames.len() as u64 * gap_ns + 20 * MS);
+    device.frames = Some([Vec::new(), Vec::new()]);
+    for (k, frame) in frames.iter().enumerate() {
+        device.inbox[0].push_back((k as u64 * gap_ns, frame.clone()));
+    }
+    let mut engine = engine(config.clone(), device);
+    engine.core.set_encryptors(encrypt.map(encryptor), 0);
+    engine.run().unwrap();
+    engine
+}
+
+fn written(engine: &Engine<FakeDevice>, side: usize) -> &[Vec<u8>] {
+    &engine.device.frames.as_ref().unwrap()[side]
+}
+
+#[test]
+fn an_encrypted_line_hands_the_hosts_what_a_plain_one_does_and_costs_48_bytes_a_segment() {
+    // The same traffic and loss seed with and without the encryptors: super-packets cut
+    // by losses, and plain packets. The line is fast enough that nothing queues.
+    let mut config = DirectionConfig::new(10_000_000_000, MS);
+    config.loss = Loss::random(0.01);
+    let frames: Vec<Vec<u8>> = (0..300u32)
+        .map(|k| {
+            if k % 3 == 0 {
+                numbered(k, 1_200)
+            } else {
+                tcp_super(20)
+            }
+        })
+        .collect();
+    let plain = run_with(&config, None, &frames, 100_000);
+    let sealed = run_with(&config, Some(&json!({})), &frames, 100_000);
+    assert_eq!(written(&sealed, 1), written(&plain, 1));
+    let stats = |e: &Engine<FakeDevice>| e.core.stats(e.device.now);
+    let (p, s) = (stats(&plain), stats(&sealed));
+    let segments = p["a_to_b"]["tx_segments"].as_u64().unwrap();
+    assert!(p["a_to_b"]["split_frames"].as_u64().unwrap() > 10);
+    assert_eq!(s["a_to_b"]["tx_segments"].as_u64().unwrap(), segments);
+    let ip = |v: &Value| v["a_to_b"]["tx_bytes"].as_u64().unwrap();
+    assert_eq!(ip(&s) - ip(&p), 48 * segments, "{p} {s}");
+    let counters = &s["encryptor"]["a_to_b"];
+    assert_eq!(counters["opened_frames"], p["a_to_b"]["tx_frames"]);
+    assert_eq!(counters["refused_forged"], json!(0));
+}
+
+#[test]
+fn every_tampered_frame_is_refused_and_counted_and_nothing_altered_reaches_a_host() {
+    let config = DirectionConfig::new(10_000_000_000, MS);
+    let frames: Vec<Vec<u8>> = (0..2_000u32).map(|k| numbered(k, 1_400)).collect();
+    let engine = run_with(&config, Some(&json!({"tamper": 0.1})), &frames, 20_000);
+    let counters = &engine.core.stats(engine.device.now)["encryptor"]["a_to_b"];
+    let tampered = counters["tampered"].as_u64().unwrap();
+    let refused = counters["refused_forged"].as_u64().unwrap()
+        + counters["refused_replayed"].as_u64().unwrap();
+    assert!(tampered > 100, "{counters}");
+    assert_eq!(refused, tampered, "{counters}");
+    let out = written(&engine, 1);
+    assert_eq!(out.len() as u64 + tampered, 2_000);
+    for frame in out {
+        let k = u32::from_be_bytes(frame[VNET + 20..VNET + 24].try_into().unwrap());
+        assert_eq!(*frame, numbered(k, 1_400));
+    }
+}
+
+#[test]
+fn duplicated_frames_are_refused_as_replays_and_reordered_ones_delivered() {
+    let mut config = DirectionConfig::new(10_000_000_000, MS);
+    config.faults.duplicate = 0.05;
+    config.faults.reorder = 0.05;
+    let frames: Vec<Vec<u8>> = (0..2_000u32).map(|k| numbered(k, 1_000)).collect();
+    let engine = run_with(
+        &config,
+        Some(&json!({"replay_window": 64})),
+        &frames,
+        20_000,
+    );
+    let stats = engine.core.stats(engine.device.now);
+    let counters = &stats["encryptor"]["a_to_b"];
+    let out = written(&engine, 1);
+    assert_eq!(out.len(), 2_000, "each frame once: {counters}");
+    let mut seen: Vec<u32> = out
+        .iter()
+        .map(|f| u32::from_be_bytes(f[VNET + 20..VNET + 24].try_into().unwrap()))
+        .collect();
+    assert!(seen.windows(2).any(|w| w[0] > w[1]), "some reordered");
+    seen.sort_unstable();
+    assert_eq!(seen, (0..2_000).collect::<Vec<_>>());
+    assert!(
+        counters["refused_replayed"].as_u64().unwrap() > 50,
+        "{counters}"
+    );
+    assert_eq!(counters["refused_forged"], json!(0));
+}
+
+#[test]
+fn a_packet_too_long_sealed_is_fragmented_or_dropped_as_configured() {
+    let config = DirectionConfig::new(10_000_000_000, MS);
+    let frames = vec![numbered(1, 9_000), numbered(2, 8_950)];
+    let fragmenting = run_with(&config, Some(&json!({})), &frames, 100_000);
+    assert_eq!(written(&fragmenting, 1), frames.as_slice());
+    let s = fragmenting.core.stats(fragmenting.device.now);
+    assert_eq!(s["encryptor"]["a_to_b"]["fragmented_segments"], json!(1));
+    // 9,048 + 8,998 sealed, and the second fragment's IP header and framing.
+    assert_eq!(s["a_to_b"]["tx_bytes"], json!(9_048 + 20 + 8_998));
+    let dropping = run_with(
+        &config,
+        Some(&json!({"oversize": "drop"})),
+        &frames,
+        100_000,
+    );
+    assert_eq!(written(&dropping, 1), &frames[1..]);
+    let s = dropping.core.stats(dropping.device.now);
+    assert_eq!(
+        s["encryptor"]["a_to_b"]["oversize_dropped_frames"],
+        json!(1)
     );
 }

@@ -14,7 +14,8 @@ as a WAE's are). Each stream sends its own slice of the file (no redundancy betw
 streams); a repetition sends the same slices again. Reported: the mean over the
 repetitions (as USN reported), median, least and most, and whether every byte arrived.
 
-The encryptor part is not built yet: `encryptor` is an empty list.
+Then the link encryptor on USN's 10 Gb/s loops (`bench.encryptor`): `encryptor` in the
+JSON, one entry per loop, MTU and oversize policy.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longhaul.bench import wan
+from longhaul.bench import encryptor, wan
 from longhaul.measure import payloads
 from longhaul.measure.tools import ToolError
 from longhaul.measure.tools import accelerator as accel
@@ -116,24 +117,35 @@ Progress = Callable[[str, float, float], None]
 
 
 def run(cells: list[Cell], repetitions: int = REPETITIONS,
-        progress: Progress | None = None) -> dict[str, Any]:  # fmt: skip
-    total = sum(c.estimate_s(repetitions) for c in cells) + 30
+        progress: Progress | None = None,
+        encryptor_rows: list[encryptor.Row] | None = None) -> dict[str, Any]:  # fmt: skip
+    rows = encryptor.plan() if encryptor_rows is None else encryptor_rows
+    total = (sum(c.estimate_s(repetitions) for c in cells)
+             + sum(r.estimate_s(repetitions) for r in rows) + 30)  # fmt: skip
     done = 0.0
     results = []
     rtts_ms = {miles: loop_rtt_ms(miles) for miles in sorted({c.miles for c in cells})}
-    with wan.own_testbed() as testbed, _payloads(cells, rtts_ms) as files:
-        for miles, rtt_ms in rtts_ms.items():
-            spec = wan.Case(RATE_GBPS, rtt_ms, "accelerator")
-            with wan.circuit_for(testbed, spec) as record, _lan(record):
-                for cell in (c for c in cells if c.miles == miles):
-                    if progress:
-                        progress(_label(cell), done, total)
-                    results.append(_cell(record, cell, rtt_ms, files[cell.data], repetitions))
-                    done += cell.estimate_s(repetitions)
+    with wan.own_testbed() as testbed:
+        with _payloads(cells, rtts_ms) as files:
+            for miles, rtt_ms in rtts_ms.items():
+                spec = wan.Case(RATE_GBPS, rtt_ms, "accelerator")
+                with wan.circuit_for(testbed, spec) as record, _lan(record):
+                    for cell in (c for c in cells if c.miles == miles):
+                        if progress:
+                            progress(_label(cell), done, total)
+                        results.append(_cell(record, cell, rtt_ms, files[cell.data], repetitions))
+                        done += cell.estimate_s(repetitions)
+
+        def starting(row: encryptor.Row) -> None:
+            nonlocal done
+            if progress:
+                progress(encryptor.label(row), done, total)
+            done += row.estimate_s(repetitions)
+
+        sealed = encryptor.run(testbed, rows, repetitions, starting)
     if progress:
         progress("done", total, total)
-    return {"accelerator": results, "encryptor": [],
-            "encryptor_skipped": "the link encryptor is not built yet",
+    return {"accelerator": results, "encryptor": sealed,
             "rate_gbps": RATE_GBPS, "window_bytes": accel.PINNED_WINDOW_BYTES,
             "repetitions": repetitions, "machine": {"cpus": os.cpu_count(),
                                                     "kernel": os.uname().release}}  # fmt: skip
@@ -161,7 +173,7 @@ def _lan(record: CircuitRecord) -> Iterator[None]:
 @contextmanager
 def _payloads(cells: list[Cell], rtts_ms: dict[int, float]) -> Iterator[dict[str, Path]]:
     """One file of each kind the cells use, large enough for any of them, on tmpfs."""
-    most = max(c.bytes_per_stream(rtts_ms[c.miles]) * c.streams for c in cells)
+    most = max((c.bytes_per_stream(rtts_ms[c.miles]) * c.streams for c in cells), default=0)
     with tempfile.TemporaryDirectory(prefix="longhaul-bench-middleboxes-", dir="/dev/shm") as d:
         yield {kind: payloads.write(kind, Path(d) / kind, most + (1 << 20))
                for kind in sorted({c.data for c in cells})}  # fmt: skip

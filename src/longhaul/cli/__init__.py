@@ -17,6 +17,7 @@ from longhaul.cli import (
     campaign,
     control,
     devices,
+    encrypt,
     report,
     reservations,
     sim,
@@ -52,6 +53,7 @@ app.command(name="demo")(report.demo)
 app.command(name="serve")(control.serve)
 app.command(name="transfer")(transfer.transfer)
 app.command(name="accelerate")(accelerate.accelerate)
+app.command(name="encrypt")(encrypt.encrypt)
 app.add_typer(control.user_app, name="user")
 app.command(name="audit")(control.audit)
 for command in (reservations.login, reservations.reserve, reservations.reservations,

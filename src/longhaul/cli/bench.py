@@ -19,6 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from longhaul.bench import encryptor as encryptor_bench
 from longhaul.bench import hurricane as hurricane_bench
 from longhaul.bench import middleboxes as middleboxes_bench
 from longhaul.bench import paths as paths_bench
@@ -228,6 +229,12 @@ def middleboxes(
     repetitions: Annotated[
         int, typer.Option(help="Transfers per cell (mean, median, least and most).", min=1)
     ] = middleboxes_bench.REPETITIONS,
+    parts: Annotated[
+        str, typer.Option(help="Comma-separated: accelerator, encryptor.")
+    ] = "accelerator,encryptor",
+    encryptor_miles: Annotated[
+        str, typer.Option(help="The encryptor's loops (USN's: 0.2 local, 1400 to Chicago).")
+    ] = "0.2,1400",
     report: Annotated[
         Path | None,
         typer.Option(help="Also write an HTML report (tables, figures, USN beside) here."),
@@ -243,7 +250,12 @@ def middleboxes(
 ) -> None:
     """The WAN accelerator on emulated 1 Gb/s loops with 64 KB windows, as USN tested
     Cisco WAAS: no accelerator, flow optimization, + redundancy elimination, + LZ, for
-    HDF-like files at each stream count and the other payloads at the first (needs root)."""
+    HDF-like files at each stream count and the other payloads at the first; then the link
+    encryptor on USN's 10 Gb/s loops, before and after MTU alignment, beside the same
+    circuit plain (needs root)."""
+    chosen = {p.strip() for p in parts.split(",") if p.strip()}
+    if not chosen or chosen - {"accelerator", "encryptor"}:
+        fail(f"--parts {parts!r}: give accelerator, encryptor or both")
     kinds = tuple(k.strip() for k in data.split(",") if k.strip())
     unknown = [k for k in kinds if k not in payloads.KINDS]
     if unknown or not kinds:
@@ -253,14 +265,20 @@ def middleboxes(
         tuple(int(m) for m in _floats(miles, "--miles")),
         tuple(int(n) for n in _floats(streams, "--streams")),
         kinds,
+    ) if "accelerator" in chosen else []  # fmt: skip
+    rows = (
+        encryptor_bench.plan(_floats(encryptor_miles, "--encryptor-miles"))
+        if "encryptor" in chosen
+        else []
     )
     if from_json is not None:
         measured = json.loads(from_json.read_text(encoding="utf-8"))
     else:
-        minutes = sum(c.estimate_s(repetitions) for c in cells) / 60
-        err_console.print(f"About {minutes:.0f} minutes.")
+        seconds = sum(c.estimate_s(repetitions) for c in cells)
+        seconds += sum(r.estimate_s(repetitions) for r in rows)
+        err_console.print(f"About {seconds / 60:.0f} minutes.")
         measured = _on_the_testbed(
-            lambda progress: middleboxes_bench.run(cells, repetitions, progress)
+            lambda progress: middleboxes_bench.run(cells, repetitions, progress, rows)
         )
     if report is not None:
         from longhaul.report.middleboxes import write_middleboxes_report  # noqa: PLC0415
@@ -285,10 +303,36 @@ def middleboxes(
                       mbps, "" if published is None else f"{published:g}",
                       f"{cell['wire_ratio']:.3f}" if "wire_ratio" in cell else "",
                       f"{cell['intact_runs']}/{cell['runs']}")  # fmt: skip
-    console.print(table)
+    if measured["accelerator"]:
+        console.print(table)
     for cell in measured["accelerator"]:
         for error in cell["errors"]:
             err_console.print(f"{_label_of(cell)}: {error}")
+    if measured["encryptor"]:
+        _print_encryptor(measured["encryptor"])
+
+
+def _print_encryptor(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="Link encryptor, one cubic stream (Gb/s, median of the runs)",
+                  title_justify="left")  # fmt: skip
+    for column in ("miles", "MTU", "oversize", "Gb/s (min-max)", "plain", "ratio",
+                   "published", "cores/Gb/s", "tampered/refused"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for row in rows:
+        spread = "" if row["gbps_min"] is None else (
+            f"{row['gbps']:.2f} ({row['gbps_min']:.2f}-{row['gbps_max']:.2f})")  # fmt: skip
+        table.add_row(
+            f"{row['miles']:g}", f"{row['mtu_bytes']:,}", row["oversize"], spread or "0",
+            "" if row["plain_gbps"] is None else f"{row['plain_gbps']:.2f}",
+            "" if row["ratio_to_plain"] is None else f"{row['ratio_to_plain']:.3f}",
+            "" if row["published_gbps"] is None else f"{row['published_gbps']:g}",
+            "" if row["crypto_cores_per_gbps"] is None else f"{row['crypto_cores_per_gbps']:.4f}",
+            f"{row['tampered']}/{row['refused']}" if row["tamper"] else "",
+        )  # fmt: skip
+    console.print(table)
+    for row in rows:
+        for error in row["errors"]:
+            err_console.print(f"encryptor {row['miles']:g} mi, MTU {row['mtu_bytes']}: {error}")
 
 
 def _label_of(cell: dict[str, Any]) -> str:

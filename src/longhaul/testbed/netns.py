@@ -159,6 +159,24 @@ def configure_tun(name: str, device: str, address: str, prefix_len: int = 30) ->
         _netlink(ns.tc, "replace", "noqueue", index)
 
 
+def set_mtu(name: str, device: str, mtu_bytes: int) -> None:
+    """Set a device's MTU: the largest IP packet the host in namespace `name` sends on it
+    (TCP's segments follow it, less their headers)."""
+    with NetNS(name) as ns:
+        found = ns.link_lookup(ifname=device)
+        if not found:
+            raise TestbedError(f"device {device} is not in {name}")
+        _netlink(ns.link, "set", index=found[0], mtu=mtu_bytes)
+
+
+def mtu_of(name: str, device: str) -> int:
+    with NetNS(name) as ns:
+        found = ns.link_lookup(ifname=device)
+        if not found:
+            raise TestbedError(f"device {device} is not in {name}")
+        return int(ns.link("get", index=found[0])[0].get_attr("IFLA_MTU"))
+
+
 def device_counters(name: str, device: str) -> dict[str, int]:
     """A device's packet counters (`tx_dropped`: what its queue could not take)."""
     with NetNS(name) as ns:
