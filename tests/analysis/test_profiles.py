@@ -136,3 +136,20 @@ def test_infiniband_profiles_are_per_service_and_source_at_their_largest_size():
     assert set(at) == {("RC write", "simulated", 8 << 20), ("UC send", "simulated", 8 << 20)}
     dpm = profiles.decrease_per_mile(at["RC write", "simulated", 8 << 20])
     assert dpm[8600.0] == pytest.approx(0.1, rel=1e-3)
+
+
+def test_runs_through_middleboxes_are_kept_out_of_the_profiles_and_compared_apart():
+    plain = table().assign(variant=None)
+    encrypted = table().assign(variant="encrypted, MTU 8950",
+                               throughput_gbps=lambda t: t["throughput_gbps"] - 0.5)  # fmt: skip
+    both = pd.concat([plain, encrypted], ignore_index=True)
+    # The profiles are the plain runs' only, as if the encrypted ones were not there.
+    assert len(profiles.tcp_rows(both)) == len(plain)
+    pd.testing.assert_frame_equal(profiles.distance_profile(profiles.tcp_rows(both)),
+                                  profiles.distance_profile(table()))  # fmt: skip
+    compared = profiles.variant_profile(both)
+    assert set(compared["variant"]) == {"encrypted, MTU 8950"}
+    at = compared[(compared["length_miles"] == 1400.0) & (compared["streams"] == 5)].iloc[0]
+    assert at["mean_gbps"] == pytest.approx(throughput(1400.0, 5, 0) + 0.05 - 0.5)
+    assert at["count"] == 2
+    assert profiles.variant_profile(table()).empty

@@ -197,3 +197,39 @@ def test_a_report_of_two_campaigns_draws_both_and_compares_them(cli, campaign_db
     html = (out / "index.html").read_text()
     assert "Campaign against campaign" in html and "study is better beyond chance" in html
     assert "emulated (study)" in html and "emulated (later)" in html
+
+
+@pytest.fixture
+def encrypted_db(tmp_path):
+    """A campaign whose runs went through link encryptors beside plain ones, at 1,400 mi."""
+    path = tmp_path / "encrypted.db"
+    db = Database(f"sqlite:///{path}")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    cid = store.open_campaign("sealed")
+    runs = []
+    for name, gbps in (("plain, MTU 8950", 9.1), ("encrypted, MTU 8950", 9.0)):
+        for n in (1, 4):
+            for rep in (0, 1):
+                row = _row("cubic", 1400.2, n, rep)
+                row.campaign, row.variant, row.throughput_gbps = "sealed", name, gbps + rep / 100
+                runs.append((f"{name}-{n}-{rep}", row))
+    store.add_many(cid, runs)
+    db.dispose()
+    return path
+
+
+def test_variants_compare_encrypted_and_plain_runs(cli, encrypted_db, campaign_db, tmp_path):
+    result = cli("analyze", "variants", "sealed", "--db", str(encrypted_db), "--json")
+    assert result.returncode == 0, result.stderr
+    found = {(v["variant"], v["streams"]): v for v in json.loads(result.stdout)["variants"]}
+    assert found[("encrypted, MTU 8950", 4)]["mean_gbps"] == pytest.approx(9.005)
+    assert found[("plain, MTU 8950", 1)]["runs"] == 2
+    table = cli("analyze", "variants", "sealed", "--db", str(encrypted_db))
+    assert "encrypted, MTU 8950" in table.stdout and "n=4" in table.stdout
+    out = tmp_path / "report"
+    page = cli("report", "sealed", "--db", str(encrypted_db), "--out", str(out))
+    assert page.returncode == 0, page.stderr
+    assert "TCP through middleboxes" in (out / "index.html").read_text()
+    none = cli("analyze", "variants", "study", "--db", str(campaign_db))
+    assert none.returncode != 0 and "no TCP runs through middleboxes" in none.stderr

@@ -164,6 +164,22 @@ def test_the_shipped_campaigns_read_and_the_full_one_needs_yes():
     assert {c for t in full.tests for c in t.values.get("cc", [])} == {"cubic", "bbr", "reno"}
 
 
+def test_the_shipped_encrypted_campaign_pairs_each_encrypted_test_with_a_plain_one():
+    spec = parse((SHIPPED / "usn-tcp-encrypted.toml").read_text())
+    setups = {(t.values["encryptor"], t.values["host_mtu_bytes"]) for t in spec.tests}
+    assert setups == {("none", 9000), ("fragment", 9000), ("none", 8950), ("fragment", 8950)}
+    estimate = campaigns.estimate_s(runs(spec, plan_connections(spec, Testbed())))
+    assert 120 < estimate < 420
+
+
+def test_an_encryptor_the_tool_does_not_have_is_refused_by_name():
+    text = 'name = "x"\n[connections]\nloops_miles=[1400]\n[[tests]]\ntest = "tcp_throughput"\n'
+    with pytest.raises(InputError, match="encryptor: 'squeeze' is not one of none, fragment, drop"):
+        parse(text + 'encryptor = "squeeze"')
+    with pytest.raises(InputError, match="host_mtu_bytes: 70000 is not a whole number"):
+        parse(text + "host_mtu_bytes = 70000")
+
+
 def test_a_campaign_can_ask_for_a_packet_switched_cores_jitter():
     text = 'name = "x"\n[connections]\nloops_miles=[1400]\njitter = "hops=4,mean=150us"\n'
     assert parse(text + '[[tests]]\ntest = "rtt"').jitter == "hops=4,mean=150us"

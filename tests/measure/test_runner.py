@@ -134,3 +134,31 @@ def test_a_campaign_with_jitter_builds_its_loops_with_it(testbed):
     finally:
         for number in prepared.made_loops:
             testbed.remove_circuit(number)
+
+
+def test_a_tcp_test_through_link_encryptors_is_stored_as_a_variant(testbed, tmp_path):
+    """The hosts' MTU and the encryptors are set for the run and taken back after it; the
+    row names its variant and carries the encryptors' counters."""
+    from longhaul.testbed import encryptor  # noqa: PLC0415
+
+    db = Database(f"sqlite:///{tmp_path}/r.db")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    [circuit] = testbed.up([1400])  # made here, so the campaign leaves it up
+    spec = parse(CAMPAIGN.split("[[tests]]", maxsplit=1)[0] + """[[tests]]
+test = "tcp_throughput"
+streams = [1]
+duration_s = 2
+warmup_s = 1
+encryptor = "fragment"
+host_mtu_bytes = 8950
+""")  # fmt: skip
+    prepared = prepare(spec, testbed)
+    Runner(store, testbed, tmp_path / "raw").run(prepared)
+    assert encryptor.host_mtu(circuit) == 1500 and encryptor.counters(circuit) is None
+    frame = store.frame("short")
+    [row] = frame.to_dict("records")
+    assert row["error"] is None, row["error"]
+    assert row["variant"] == "encrypted, MTU 8950" and row["throughput_gbps"] > 0.1
+    sealed = row["extra"]["encryptor"]["a_to_b"]
+    assert sealed["sealed_frames"] > 0 and sealed["refused_forged"] == 0

@@ -28,6 +28,7 @@ macro_rules! note {
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// The session connection's socket: buffers and congestion control.
 #[derive(Debug, Clone)]
@@ -140,9 +141,7 @@ impl Far {
         let this = Arc::new(self);
         Ok(async move {
             loop {
-                let Ok((wan, peer)) = listener.accept().await else {
-                    continue;
-                };
+                let (wan, peer) = next_connection(&listener, "the WAN listener").await;
                 let (this, report) = (Arc::clone(&this), Arc::clone(&report));
                 tokio::spawn(async move {
                     match this.accept(wan).await {
@@ -299,15 +298,28 @@ impl Near {
     }
 }
 
+/// The next connection. A failed accept (out of file descriptors, say) is noted and
+/// waited out for `ACCEPT_PAUSE` rather than tried again at once, which would spin a core
+/// for as long as the condition lasts (hyper's accept loop sleeps likewise).
+async fn next_connection(listener: &TcpListener, which: &str) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(pair) => return pair,
+            Err(e) => {
+                note!("{which}: accept failed ({e}); trying again in {ACCEPT_PAUSE:?}");
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+            }
+        }
+    }
+}
+
 async fn serve_clients(
     listener: TcpListener,
     target: String,
     current: Arc<Mutex<Option<Arc<Session>>>>,
 ) {
     loop {
-        let Ok((app, _)) = listener.accept().await else {
-            continue;
-        };
+        let (app, _) = next_connection(&listener, "the clients' listener").await;
         let session = current.lock().expect("session").clone();
         match session {
             Some(session) => session.carry(app, target.clone()).await,

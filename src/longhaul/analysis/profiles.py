@@ -180,10 +180,32 @@ def cross_traffic_profile(rows: pd.DataFrame) -> pd.DataFrame:
 
 def tcp_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The TCP throughput runs without cross-traffic that have a length and stream count:
-    what distance and stability profiles and T̄(d) are made of."""
+    what distance and stability profiles and T̄(d) are made of. Runs through middleboxes
+    (a `variant`: link encryptors, another MTU) are not: `variant_profile` has them."""
     runs = _with_throughput(frame, ("test", "cross_traffic_gbps", LENGTH, "streams"))
     plain = runs[(runs["test"] == "tcp_throughput") & (runs["cross_traffic_gbps"] == 0)]
+    if "variant" in plain.columns:
+        plain = plain[plain["variant"].isna()]
     return plain.dropna(subset=[LENGTH, "streams"])
+
+
+VARIANT_KEYS = ("cc", "source", LENGTH, "variant", "streams")
+
+
+def variant_profile(frame: pd.DataFrame) -> pd.DataFrame:
+    """TCP throughput through middleboxes against the same circuits plain (the runs with
+    a `variant`, e.g. `encrypted, MTU 8950` and `plain, MTU 9000`): one row per cc,
+    source, length, variant and stream count, with mean_gbps, std_gbps (sample, over the
+    repetitions) and count; empty if the table has none."""
+    if "variant" not in frame.columns or "test" not in frame.columns:
+        return pd.DataFrame(columns=[*VARIANT_KEYS, "mean_gbps", "std_gbps", "count"])
+    runs = _with_throughput(frame, VARIANT_KEYS)
+    runs = runs[(runs["test"] == "tcp_throughput") & runs["variant"].notna()]
+    grouped = runs.groupby(list(VARIANT_KEYS))[THROUGHPUT]
+    table = pd.DataFrame(
+        {"mean_gbps": grouped.mean(), "std_gbps": grouped.std(ddof=1), "count": grouped.count()}
+    )
+    return table.reset_index().sort_values(list(VARIANT_KEYS), ignore_index=True)
 
 
 def _one_profile(rows: pd.DataFrame, needed: tuple[str, ...]) -> pd.DataFrame:

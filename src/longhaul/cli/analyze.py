@@ -124,6 +124,46 @@ def profile(
         console.print(table)
 
 
+@app.command()
+def variants(
+    campaign: Annotated[str, typer.Argument(help="The campaign's name (see `results list`).")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """TCP through middleboxes beside the same circuits plain: mean throughput per length,
+    variant (`encrypted, MTU 8950`, `plain, MTU 9000`, ...) and stream count, from runs
+    with the iperf3 tool's `encryptor` or `host_mtu_bytes` set."""
+    from longhaul.analysis import profiles  # noqa: PLC0415
+
+    table = profiles.variant_profile(_frame(campaign, db))
+    if table.empty:
+        fail(f"campaign {campaign!r} has no TCP runs through middleboxes (encryptor or "
+             "host_mtu_bytes in a tcp_throughput test)")  # fmt: skip
+    found: list[dict[str, Any]] = [
+        {"cc": str(r["cc"]), "source": str(r["source"]), "length_miles": float(r["length_miles"]),
+         "variant": str(r["variant"]), "streams": int(r["streams"]),
+         "mean_gbps": float(r["mean_gbps"]), "std_gbps": _finite(r["std_gbps"]),
+         "runs": int(r["count"])}
+        for _, r in table.iterrows()
+    ]  # fmt: skip
+    if as_json:
+        print_json({"campaign": campaign, "variants": found})
+        return
+    out = Table(title=f"{campaign}: TCP through middleboxes (Gb/s, mean of the runs)",
+                title_justify="left")  # fmt: skip
+    streams = sorted({f["streams"] for f in found})
+    for column in ("cc", "source", "miles", "variant", *(f"n={n}" for n in streams)):
+        out.add_column(column, justify="right")
+    groups: dict[tuple[str, str, float, str], dict[int, float]] = {}
+    for f in found:
+        key = (f["cc"], f["source"], f["length_miles"], f["variant"])
+        groups.setdefault(key, {})[f["streams"]] = f["mean_gbps"]
+    for (cc, source, miles, name), by_streams in groups.items():
+        cells = [_text(by_streams.get(n), ".2f") for n in streams]
+        out.add_row(cc, source, miles_label(miles), name, *cells)
+    console.print(out)
+
+
 @app.command(name="channel-profile")
 def channel_profile(
     campaign: Annotated[str, typer.Argument(help="The campaign's name (see `results list`).")],

@@ -73,6 +73,7 @@ def write_report(
         dpm_side_by_side=_dpm_side_by_side(frame, streams),
         published=None if published is None else published.to_dict("records"),
         rtts=_rtt_table(frame),
+        variants=_variant_table(frame),
         jitter=_jitter_table(frame),
         left_out_note=split.note(),
         left_out=_left_out_table(split.left_out),
@@ -330,6 +331,18 @@ def _dpm_text(value: float | None) -> str:
 def _number(value: float | None, form: str, missing: str) -> str:
     """`value` formatted, or `missing` where there is none (None or NaN)."""
     return missing if value is None or not math.isfinite(value) else format(value, form)
+
+
+def _variant_table(frame: pd.DataFrame) -> list[dict[str, str]]:
+    """TCP through middleboxes (`profiles.variant_profile`): one line per variant."""
+    table = profiles.variant_profile(frame)
+    return [
+        {"cc": str(r["cc"]), "source": str(r["source"]),
+         "miles": miles_label(float(r["length_miles"])), "variant": str(r["variant"]),
+         "streams": str(int(r["streams"])), "mean_gbps": f"{r['mean_gbps']:.2f}",
+         "std_gbps": _number(r["std_gbps"], ".2f", "–"), "runs": str(int(r["count"]))}
+        for _, r in table.iterrows()
+    ]  # fmt: skip
 
 
 def _rtt_table(frame: pd.DataFrame) -> list[dict[str, str]]:

@@ -79,5 +79,22 @@ def test_pinned_socket_buffers_reach_both_ends(loopback_ns):
 def test_campaigns_may_pin_the_hosts_buffers():
     from longhaul.measure.tools import tool  # noqa: PLC0415
 
-    [param] = tool("iperf3").params
+    params = {p.name: p for p in tool("iperf3").params}
+    param = params["socket_buffer_bytes"]
     assert (param.name, param.default, param.grid) == ("socket_buffer_bytes", 0, False)
+
+
+def test_campaigns_may_put_the_hosts_behind_link_encryptors():
+    from longhaul.measure.tools import tool  # noqa: PLC0415
+    from longhaul.measure.tools.iperf3 import variant  # noqa: PLC0415
+
+    params = {p.name: p for p in tool("iperf3").params}
+    assert params["encryptor"].choices == ("none", "fragment", "drop")
+    assert (params["host_mtu_bytes"].default, params["host_mtu_bytes"].grid) == (0, False)
+    # Plain at the circuit's MTU is what every other run is: no variant.
+    assert variant({"encryptor": "none", "host_mtu_bytes": 0}) is None
+    assert variant({}) is None
+    assert variant({"encryptor": "fragment", "host_mtu_bytes": 8950}) == "encrypted, MTU 8950"
+    assert variant({"encryptor": "none", "host_mtu_bytes": 9000}) == "plain, MTU 9000"
+    assert variant({"encryptor": "drop", "host_mtu_bytes": 9000}) == "encrypted (drop), MTU 9000"
+    assert variant({"encryptor": "fragment", "host_mtu_bytes": 0}) == "encrypted"

@@ -15,12 +15,14 @@ import re
 import shutil
 import statistics
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from longhaul.measure.params import KERNEL_CC, Param
 from longhaul.measure.tools import ToolError
-from longhaul.testbed import crosstraffic, netns, serving
+from longhaul.testbed import crosstraffic, encryptor, netns, serving
 
 if TYPE_CHECKING:
     from longhaul.measure.campaign import Run
@@ -263,6 +265,11 @@ class Iperf3Tool:
         # 65536 here pins both ends' buffers so one stream crawls as it did over 1,400
         # miles. 0: the kernel's auto-tuning.
         Param("socket_buffer_bytes", int, 0, grid=False, low=0, high=1 << 30),
+        # Hosts behind link encryptors (`testbed.encryptor`), as USN's host3-host4 path
+        # was: none, or on with what a sealed packet too long for the line meets. The
+        # hosts' interface MTU for the run (0: as the circuit has it), set back after it.
+        Param("encryptor", str, "none", grid=False, choices=("none", *encryptor.OVERSIZE)),
+        Param("host_mtu_bytes", int, 0, grid=False, low=0, high=65_535),
     )
     cc = KERNEL_CC
     cc_source = "the kernel"
@@ -300,12 +307,17 @@ class Iperf3Tool:
             length_s = values["duration_s"] + values["warmup_s"] + 1
             rate_bps = round(row.cross_traffic_gbps * 1e9)
             traffic = crosstraffic.CrossTraffic(circuit, attached, rate_bps, length_s).start()
+        sealed: dict[str, Any] = {}
         try:
-            result = run(test)
+            with _middleboxes(circuit, values, sealed):
+                result = run(test)
             cross = traffic.finish() if traffic is not None else None
         finally:
             if traffic is not None:
                 traffic.stop()
+        row.variant = variant(values)
+        if sealed:
+            row.extra["encryptor"] = sealed
         row.throughput_gbps = result.goodput_bps / 1e9
         row.retransmits = result.retransmits
         row.rtt_ms = result.rtt_mean_ms
@@ -326,6 +338,41 @@ class Iperf3Tool:
             )
             raw["cross_traffic"] = {"sent": cross.sent, "received": cross.received}
         return raw
+
+
+def variant(values: dict[str, Any]) -> str | None:
+    """What names a run through middleboxes apart from plain TCP at the circuit's MTU
+    (None: plain), e.g. `encrypted, MTU 8950` or `plain, MTU 9000`."""
+    chosen, mtu = values.get("encryptor", "none"), int(values.get("host_mtu_bytes", 0))
+    if chosen == "none" and not mtu:
+        return None
+    name = "plain" if chosen == "none" else "encrypted" if chosen == "fragment" else (
+        f"encrypted ({chosen})")  # fmt: skip
+    return f"{name}, MTU {mtu}" if mtu else name
+
+
+@contextmanager
+def _middleboxes(
+    circuit: CircuitRecord, values: dict[str, Any], counters: dict[str, Any]
+) -> Iterator[None]:
+    """The hosts' MTU and the encryptors as the test asks, for the length of a run; the
+    encryptors' counters land in `counters`."""
+    mtu, chosen = int(values.get("host_mtu_bytes", 0)), values.get("encryptor", "none")
+    before = encryptor.host_mtu(circuit) if mtu else 0
+    try:
+        if mtu:
+            encryptor.set_host_mtu(circuit, mtu)
+        if chosen != "none":
+            setup = encryptor.Encryptor(oversize=chosen)
+            encryptor.encrypt(circuit, setup, encryptor.new_secret())
+        yield
+        if chosen != "none":
+            counters.update(encryptor.counters(circuit) or {})
+    finally:
+        if chosen != "none":
+            encryptor.decrypt(circuit)
+        if mtu:
+            encryptor.set_host_mtu(circuit, before)
 
 
 TOOL = Iperf3Tool()
