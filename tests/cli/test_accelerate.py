@@ -52,13 +52,18 @@ def test_a_bad_forward_or_no_channel_is_a_clear_error():
     assert none.returncode == 2 and "say which channel" in none.stderr
 
 
-def test_every_feature_is_byte_exact_over_a_lossy_circuit(testbed, tmp_path):
-    """1 Gb/s over 26.7 ms with 1e-3 random loss: the session's TCP recovers what the
-    line drops; what reaches the sink is what was sent, stream by stream."""
+def test_every_feature_is_byte_exact_over_a_lossy_reordering_circuit(testbed, tmp_path):
+    """1 Gb/s over 26.7 ms with 1e-3 random loss and 1 % of frames delivered after the
+    next: the session's TCP recovers what the line drops and puts back in order what it
+    swaps; what reaches the sink is what was sent, stream by stream."""
+    from pathlib import Path  # noqa: PLC0415
+
     from longhaul.bench import wan  # noqa: PLC0415
+    from longhaul.testbed import emulator  # noqa: PLC0415
 
     source = payloads.write("hdf", tmp_path / "hdf", 8 << 20)
     with wan.circuit_for(testbed, wan.Case(1.0, 26.7, "accelerator", loss=1e-3)) as circuit:
+        emulator.request(Path(circuit.control), {"op": "set", "faults": {"reorder": 0.01}})
         for features in ("tfo", "tfo+dre", "tfo+dre+lz"):
             with accelerator.Pair(circuit.src_ns, circuit.dst_ns, circuit.dst_addr, features,
                                   16 << 20) as pair:  # fmt: skip
@@ -68,3 +73,5 @@ def test_every_feature_is_byte_exact_over_a_lossy_circuit(testbed, tmp_path):
                                                  connect_to=pair.address, timeout_s=60)  # fmt: skip
                     assert moved.intact and moved.bytes == 8 << 20, features
             assert pair.reports["near"]["streams_reset"] == 0
+        stats = emulator.request(Path(circuit.control), {"op": "stats"})
+        assert stats["a_to_b"]["reordered"] > 0
