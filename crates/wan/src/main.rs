@@ -24,7 +24,7 @@ use longhaul_wan::encryptor::EncryptorConfig;
 use longhaul_wan::engine::{Core, Engine, hold_cpu_latency_qos, run_in_real_time};
 use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
 use longhaul_wan::tun::{Tun, TunDevice};
-use longhaul_wan::wake::{KeepAwake, Spinners, WakeMargins};
+use longhaul_wan::wake::{BusyBoard, KeepAwake, Spinners, WakeMargins};
 
 #[derive(Parser)]
 #[command(
@@ -435,7 +435,9 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     if encryptor.is_some() {
         core.set_encryptors(encryptor, now_ns());
     }
-    let spinners = (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true));
+    let board = BusyBoard::open(BusyBoard::DEFAULT_DIR, std::process::id());
+    let spinners =
+        (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true, board));
     let mut device = TunDevice::new([a, b], control, stop)
         .map_err(|e| (1, format!("cannot watch the TUN devices (epoll): {e}")))?;
     if let Some(pid) = args.parent_pid {
