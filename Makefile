@@ -7,7 +7,7 @@ UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --locked --quiet
 CARGO_TEST_EXCLUDE := --exclude longhaul-schedule-py
 
-.PHONY: help setup setup-test demo test lint test-rust test-python bench sim-validate ns3-answers clean
+.PHONY: help setup setup-test demo test lint test-rust test-python bench sim-validate ns3-answers fuzz clean
 
 help:
 	@echo "make setup   install what longhaul needs (uv, Python packages, the Rust extension)"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench   the benchmarks, as JSON (bench wan needs root)"
 	@echo "make sim-validate  longhaul-sim against ns-3, the kernel and USN's profiles (JSON)"
 	@echo "make ns3-answers   run ns-3 on the validation's cases again and record its answers"
+	@echo "make fuzz    fuzz the network parsers, FUZZ_SECONDS each (nightly Rust and cargo-fuzz)"
 
 setup:
 	@scripts/setup.sh
@@ -49,6 +50,15 @@ bench: setup
 	$(RUN) longhaul bench api --json
 	$(RUN) longhaul bench wan --json
 	$(RUN) longhaul bench sim --json
+
+# Coverage-guided fuzzing of what reads bytes from a network (fuzz/fuzz_targets): needs
+# the nightly toolchain and cargo-fuzz (rustup toolchain install nightly; cargo install
+# cargo-fuzz). Not part of `make test`: proptest covers the same parsers there.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@for target in accel_frames encryptor_open; do \
+		cargo +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
 
 # Against ns-3's recorded answers (data/ns3/answers.json): ns-3 itself is not needed.
 sim-validate: setup
