@@ -13,7 +13,7 @@ use crate::control::{self, ControlError, FileOffer, Offer};
 use crate::governor::Governor;
 use crate::range_set::RangeSet;
 use crate::receiver::{BlockSink, Receiver, ReceiverStats};
-use crate::sender::{BlockSource, Pacing, Sender, SenderStats};
+use crate::sender::{BlockSource, Pacing, Sender, SenderStats, lead_ns};
 use crate::tuner::Tuner;
 use crate::udp::{MAX_SEGMENTS, MAX_SEND_BYTES, Udp};
 use crate::wire::{DATA_OVERHEAD_BYTES, Key};
@@ -236,13 +236,9 @@ pub fn send(
         / options.rate_ceiling_bps;
     // The sender wakes when two batches are due (104 µs apart at 9.6 Gb/s, 1 ms at
     // 1 Gb/s: each wake-up costs a context switch, a fifth of the sender's time when it
-    // woke for every batch). It may run ahead of its schedule by three batches or 1 ms,
-    // whichever is more, so a sleep that overshoots costs nothing, and catch up on as
-    // much after a late wake-up. Catching up on more (a quarter of a round trip, up to
-    // 10 ms) was tried: at 9.6 Gb/s through an emulator sharing two cores, its bursts
-    // overflowed the emulator's queue in two runs of three.
-    let early_ns = (3 * batch_ns).max(1_000_000);
-    sender.allow_early(early_ns, early_ns);
+    // woke for every batch), and runs ahead of its schedule by `lead_ns`.
+    let lead_ns = lead_ns(rtt_ns, batch_ns);
+    sender.allow_early(lead_ns, lead_ns);
     let (clock, cpu_at_start) = (Instant::now(), thread_cpu_s());
     let (mut batch, mut incoming) = (Vec::with_capacity(65_536), vec![0u8; 65_536]);
     let mut next_progress = Duration::ZERO;

@@ -336,3 +336,37 @@ fn a_queue_that_stretches_the_round_trip_brings_no_storm_of_duplicates() {
         "the queue shows in the round trip"
     );
 }
+
+#[test]
+fn time_lost_to_a_late_wake_up_is_counted_beyond_the_catch_up_allowance() {
+    let t = transfer(8 << 20, 1_000_000_000, 20_000_000);
+    let mut sender = Sender::new(t, FAST);
+    sender.allow_early(0, 1_000_000);
+    let mut out = Vec::new();
+    let mut send_due = |sender: &mut Sender, now_ns: u64| {
+        while sender
+            .poll_transmit(now_ns, &mut Pattern, &mut out)
+            .is_some()
+        {
+            out.clear();
+        }
+    };
+    // On time every 100 µs for 10 ms: nothing lost.
+    for step in 0..100 {
+        send_due(&mut sender, step * 100_000);
+    }
+    assert_eq!(sender.stats.late_ns, 0);
+    // Then asleep 5 ms: one of them made up, four lost.
+    send_due(&mut sender, 10_000_000 + 5_000_000);
+    let lost_ns = sender.stats.late_ns;
+    assert!((3_900_000..=4_100_000).contains(&lost_ns), "{lost_ns}");
+}
+
+#[test]
+fn the_lead_is_a_quarter_round_trip_within_1_and_10_ms_and_three_batches() {
+    use hurricane::sender::lead_ns;
+    assert_eq!(lead_ns(26_800_000, 55_000), 6_700_000);
+    assert_eq!(lead_ns(163_000_000, 55_000), 10_000_000);
+    assert_eq!(lead_ns(100_000, 55_000), 1_000_000);
+    assert_eq!(lead_ns(100_000, 528_000), 1_584_000);
+}

@@ -197,6 +197,10 @@ def _disk_files(sizes: set[int]) -> Iterator[dict[str, Path]]:
                 with (folder / f"source-{size}.bin").open("wb") as out:
                     for _ in range(size // (64 << 20)):
                         out.write(rng.bytes(64 << 20))
+        # Written back now, not by the kernel's flusher during the first circuits' runs:
+        # in a bench run the 1 Gb/s x 163 ms sender there lost 0-30 ms to late wake-ups
+        # (`late_ms`), and none in four runs of the same transfer alone.
+        os.sync()
         yield made
     finally:
         for folder in made.values():
@@ -251,6 +255,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "sender_cpu_cores": result.sender_cpu_cores,
         "receiver_cpu_cores": result.receiver_cpu_cores,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
+        "late_ms": float(result.sent.get("late_ms", 0.0)),
     }
 
 
@@ -318,7 +323,7 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
     }  # fmt: skip
     if one.tool == "hurricane":
-        for key in ("sender_cpu_cores", "receiver_cpu_cores", "resent_share"):
+        for key in ("sender_cpu_cores", "receiver_cpu_cores", "resent_share", "late_ms"):
             summary[key] = _spread([o[key] for o in good])
     return summary
 
