@@ -102,6 +102,8 @@ pub struct Finished<S> {
     pub block_bytes: u32,
     /// CPU time this thread used over the transfer, in cores (user + system).
     pub cpu_cores: f64,
+    /// The sender: GSO batches its socket could not take at once (sent later).
+    pub deferred_sends: u64,
     pub stats: S,
 }
 
@@ -242,6 +244,7 @@ pub fn send(
     let (clock, cpu_at_start) = (Instant::now(), thread_cpu_s());
     let (mut batch, mut incoming) = (Vec::with_capacity(65_536), vec![0u8; 65_536]);
     let mut next_progress = Duration::ZERO;
+    let mut deferred_sends = 0;
     while !sender.is_done() {
         let elapsed = clock.elapsed();
         if elapsed > options.deadline {
@@ -269,15 +272,11 @@ pub fn send(
             source,
             &mut batch,
             segment_bytes,
+            &mut deferred_sends,
         )? {
             continue;
         }
-        let next = sender
-            .poll_timeout()
-            .unwrap_or(now_ns)
-            .saturating_add(2 * batch_ns)
-            .min(now_ns + 1_000_000);
-        wait_until(clock, next);
+        wait_until(clock, next_wake_ns(&sender, &batch, now_ns, batch_ns));
     }
     let seconds = clock.elapsed().as_secs_f64();
     Ok(Finished {
@@ -290,12 +289,30 @@ pub fn send(
             .map_or(options.pacing.idle_ns, Tuner::idle_ns),
         block_bytes,
         cpu_cores: (thread_cpu_s() - cpu_at_start) / seconds,
+        deferred_sends,
         stats: sender.stats,
     })
 }
 
+/// When the sender's loop wakes next: when two batches are due (at most 1 ms on), or
+/// a batch's time on when the socket deferred one (it drains about a batch in that time).
+fn next_wake_ns(sender: &Sender, deferred_batch: &[u8], now_ns: u64, batch_ns: u64) -> u64 {
+    if deferred_batch.is_empty() {
+        sender
+            .poll_timeout()
+            .unwrap_or(now_ns)
+            .saturating_add(2 * batch_ns)
+            .min(now_ns + 1_000_000)
+    } else {
+        now_ns + batch_ns
+    }
+}
+
 /// The datagrams due at `now_ns`, in one GSO batch of equal datagrams (only its last
-/// may be shorter); whether the batch was full (more may be due).
+/// may be shorter); whether a full batch went (more may be due). A batch the socket
+/// cannot take now (its buffer full: the sender ran ahead of what the path drains) is
+/// kept in `batch` and goes first next time, counted in `deferred`; the sender's own host
+/// loses nothing.
 fn send_due(
     udp: &mut Udp,
     sender: &mut Sender,
@@ -303,35 +320,35 @@ fn send_due(
     source: &mut impl BlockSource,
     batch: &mut Vec<u8>,
     segment_bytes: usize,
+    deferred: &mut u64,
 ) -> Result<bool, DriverError> {
     let batch_segments = (MAX_SEND_BYTES / segment_bytes).clamp(1, MAX_SEGMENTS);
-    let mut segments = 0;
-    while segments < batch_segments {
-        let Some(len) = sender.poll_transmit(now_ns, source, batch) else {
-            break;
-        };
-        segments += 1;
-        if len != segment_bytes {
-            break;
+    if batch.is_empty() {
+        while batch.len() < batch_segments * segment_bytes {
+            let Some(len) = sender.poll_transmit(now_ns, source, batch) else {
+                break;
+            };
+            if len != segment_bytes {
+                break;
+            }
         }
     }
     if batch.is_empty() {
         return Ok(false);
     }
-    let sent = udp.send_segments(batch, segment_bytes);
-    batch.clear();
-    match sent {
-        // A full socket buffer or a refused port loses the datagrams, as the network
-        // would; the NACKs recover them.
-        Err(e)
-            if !matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused
-            ) =>
-        {
-            Err(e.into())
+    let full = batch.len() == batch_segments * segment_bytes;
+    match udp.send_segments(batch, segment_bytes) {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            *deferred += 1;
+            Ok(false)
         }
-        _ => Ok(segments == batch_segments),
+        // A refused port (the receiver gone for now) loses the datagrams, as the
+        // network would; the NACKs recover them.
+        Err(e) if e.kind() != io::ErrorKind::ConnectionRefused => Err(e.into()),
+        _ => {
+            batch.clear();
+            Ok(full)
+        }
     }
 }
 
@@ -486,6 +503,7 @@ pub fn receive<S: BlockSink>(
         idle_ns: 0,
         block_bytes: transfer.block_bytes,
         cpu_cores: (thread_cpu_s() - cpu_at_start) / seconds,
+        deferred_sends: 0,
         stats: receiver.stats,
     };
     Ok((finished, sink))

@@ -146,6 +146,7 @@ fn sender_json(done: &Finished<SenderStats>) -> Value {
         "datagrams_sent": s.datagrams_sent, "blocks_resent": s.blocks_resent,
         "nacks_received": s.nacks_received, "fins_sent": s.fins_sent,
         "refused": s.refused, "late_ms": s.late_ns as f64 / 1e6,
+        "deferred_sends": done.deferred_sends,
     })
 }
 
