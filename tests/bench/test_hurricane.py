@@ -28,10 +28,12 @@ def test_utilization_is_over_each_tools_own_payload_ceiling() -> None:
 def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     outcomes = [
         {"goodput_gbps": 8.0, "utilization": 0.9, "cpu_cores": 1.0, "sender_cpu_cores": 0.6,
-         "receiver_cpu_cores": 0.4, "resent_share": 0.0, "late_ms": 0.0},
+         "receiver_cpu_cores": 0.4, "resent_share": 0.0, "late_ms": 0.0,
+         "dropped_outside_link": 0},
         {"error": "hurricane send: the transfer did not finish in time"},
         {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
-         "receiver_cpu_cores": 0.5, "resent_share": 0.01, "late_ms": 3.0},
+         "receiver_cpu_cores": 0.5, "resent_share": 0.01, "late_ms": 3.0,
+         "dropped_outside_link": 12},
     ]  # fmt: skip
     summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
     assert summary["goodput_gbps"] == {"median": 8.5, "min": 8.0, "max": 9.0}

@@ -47,6 +47,7 @@ from longhaul.bench import wan
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
 from longhaul.testbed import CircuitRecord, netns, serving
+from longhaul.testbed.watch import Watch
 
 REPETITIONS = 3
 PACKET_BYTES = 1500
@@ -239,7 +240,12 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         subprocess.run(["rm", "-rf", str(dest)], check=False)
         source = folder / f"source-{test.bytes_total}.bin"
         test = replace(test, path=str(source), dest_dir=str(dest))
+    # From a quiet circuit; what its TUN queues and the emulator's memory dropped
+    # meanwhile, outside the link's own queue and loss (a run that resends much says
+    # where).
+    watch = Watch.start(record)
     result = tool.run(test)
+    health = watch.finish()
     if mode != "memory":
         landed = Path(test.dest_dir or "") / source.name
         intact = landed.stat().st_size == test.bytes_total
@@ -256,6 +262,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "receiver_cpu_cores": result.receiver_cpu_cores,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
         "late_ms": float(result.sent.get("late_ms", 0.0)),
+        "dropped_outside_link": int(health["tun_tx_dropped"]) + int(health["arena_full_frames"]),
     }
 
 
@@ -323,7 +330,8 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
     }  # fmt: skip
     if one.tool == "hurricane":
-        for key in ("sender_cpu_cores", "receiver_cpu_cores", "resent_share", "late_ms"):
+        for key in ("sender_cpu_cores", "receiver_cpu_cores", "resent_share", "late_ms",
+                    "dropped_outside_link"):  # fmt: skip
             summary[key] = _spread([o[key] for o in good])
     return summary
 
