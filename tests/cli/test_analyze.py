@@ -20,10 +20,6 @@ from longhaul.measure.store import ResultsStore
 def campaign_db(tmp_path):
     """A SQLite file with a small cubic-and-reno campaign over three lengths."""
     path = tmp_path / "results.db"
-    db = Database(f"sqlite:///{path}")
-    migrate(db.engine)
-    store = ResultsStore(db)
-    cid = store.open_campaign("study")
     runs = [
         (f"{cc}-{miles}-{n}-{rep}", _row(cc, miles, n, rep))
         for cc in ("cubic", "reno")
@@ -31,9 +27,17 @@ def campaign_db(tmp_path):
         for n in (1, 5, 10, 15)
         for rep in (0, 1)
     ]
-    store.add_many(cid, runs)
-    db.dispose()
+    store_campaign(path, "study", runs)
     return path
+
+
+def store_campaign(path, name: str, runs: list[tuple[str, Row]]) -> None:
+    """`runs` stored as campaign `name` in the SQLite file at `path` (made if new)."""
+    db = Database(f"sqlite:///{path}")
+    migrate(db.engine)
+    store = ResultsStore(db)
+    store.add_many(store.open_campaign(name), runs)
+    db.dispose()
 
 
 def _row(cc: str, miles: float, streams: int, repetition: int) -> Row:
@@ -91,9 +95,6 @@ def test_compare_finds_the_better_connection(cli, campaign_db):
 
 def add_a_slower_campaign(path, name: str) -> None:
     """The study's cubic runs at n = 5, 10, 15 again, 1 Gb/s lower everywhere."""
-    db = Database(f"sqlite:///{path}")
-    store = ResultsStore(db)
-    later = store.open_campaign(name)
     runs = []
     for miles in (0.2, 1400.2, 8600.0):
         for n in (5, 10, 15):
@@ -101,8 +102,7 @@ def add_a_slower_campaign(path, name: str) -> None:
                 row = _row("cubic", miles, n, rep)
                 row.throughput_gbps = (row.throughput_gbps or 0) - 1.0
                 runs.append((f"{miles}-{n}-{rep}", row))
-    store.add_many(later, runs)
-    db.dispose()
+    store_campaign(path, name, runs)
 
 
 def test_compare_two_campaigns_with_the_same_method(cli, campaign_db):
@@ -203,10 +203,6 @@ def test_a_report_of_two_campaigns_draws_both_and_compares_them(cli, campaign_db
 def encrypted_db(tmp_path):
     """A campaign whose runs went through link encryptors beside plain ones, at 1,400 mi."""
     path = tmp_path / "encrypted.db"
-    db = Database(f"sqlite:///{path}")
-    migrate(db.engine)
-    store = ResultsStore(db)
-    cid = store.open_campaign("sealed")
     runs = []
     for name, gbps in (("plain, MTU 8950", 9.1), ("encrypted, MTU 8950", 9.0)):
         for n in (1, 4):
@@ -214,8 +210,7 @@ def encrypted_db(tmp_path):
                 row = _row("cubic", 1400.2, n, rep)
                 row.campaign, row.variant, row.throughput_gbps = "sealed", name, gbps + rep / 100
                 runs.append((f"{name}-{n}-{rep}", row))
-    store.add_many(cid, runs)
-    db.dispose()
+    store_campaign(path, "sealed", runs)
     return path
 
 

@@ -44,10 +44,10 @@ pub struct SenderStats {
 /// late wake-up: a quarter of the round trip, at least 1 ms and three send batches, at
 /// most 10 ms. Running ahead keeps that much standing in the channel's queue, so the line
 /// stays busy while the sender is kept off its CPU: on a line paced at exactly its rate,
-/// time it idles is never made up. A sender 1 ms ahead lost 31-272 ms of a 6.4 s transfer
-/// at 9.6 Gb/s x 163 ms (`late_ms`, on two cores beside the emulator: wake-ups 2-4 ms
-/// late behind the receiver and the kernel's packet work), 10 ms ahead lost none in three
-/// runs. A quarter of the round trip keeps the lead well inside a queue of one
+/// time it idles is never made up. A sender 1 ms ahead lost 31-237 ms of a 6.4 s transfer
+/// at 9.6 Gb/s x 163 ms in three runs (`late_ms`, on two cores beside the emulator:
+/// wake-ups 2-4 ms late behind the receiver and the kernel's packet work), 10 ms ahead
+/// lost none in six. A quarter of the round trip keeps the lead well inside a queue of one
 /// bandwidth-delay product (the default of reserved circuits and of the emulator); 10 ms
 /// bounds the burst a reservation's policer sees (12 MB at 9.6 Gb/s). Over any span the
 /// sender sends at most the ceiling's bytes for that span plus this lead.
