@@ -8,9 +8,12 @@ from datetime import timedelta
 import pytest
 
 from longhaul.control.drivers import Circuit, CircuitStatus, DriverError, LogDriver
+from longhaul.control.errors import ConflictError
 from longhaul.control.jobs import Doorbell, JobRunner
 from longhaul.control.lifecycle import State
-from longhaul.control.service import ConflictError, ReservationChange, ReservationRequest
+from longhaul.control.requests import ReservationChange, ReservationRequest
+from longhaul.control.transitions import circuit_of
+from longhaul.control.work import PROVISION
 
 from .conftest import T0
 
@@ -101,7 +104,7 @@ def test_provisioned_at_the_start_and_released_at_the_end(service, runner, drive
     clock.advance(hours=1)
     settle(runner)
     assert service.get(alice.user, made.id).state == State.ACTIVE
-    assert driver.inner.status(service.circuit(made)) is CircuitStatus.UP
+    assert driver.inner.status(circuit_of(service.topology, made)) is CircuitStatus.UP
     clock.advance(hours=2)
     settle(runner)
     assert service.get(alice.user, made.id).state == State.FINISHED
@@ -115,10 +118,10 @@ def test_provisioned_at_the_start_and_released_at_the_end(service, runner, drive
 
 def test_next_due_is_the_next_start_or_end(service, runner, alice, clock):
     made = book(service, alice)
-    assert service.next_due(clock.now) == made.start
+    assert service.work.next_due(clock.now) == made.start
     clock.advance(hours=1)
     settle(runner)
-    assert service.next_due(clock.now) == made.end
+    assert service.work.next_due(clock.now) == made.end
 
 
 def test_cancelling_an_active_reservation_tears_it_down_and_ends_cancelled(
@@ -261,7 +264,7 @@ def test_an_end_passed_while_down_is_released(service, runner, driver, alice, cl
 def test_a_crash_mid_provisioning_is_taken_up_again(service, driver, alice, clock):
     made = book(service, alice)
     clock.advance(hours=1)
-    service.begin(made.id, "provision")  # the process dies right after this commit
+    service.work.begin(made.id, PROVISION)  # the process dies right after this commit
     assert service.get(alice.user, made.id).state == State.PROVISIONING
     fresh = JobRunner(service, call_timeout_s=2)
     settle(fresh)

@@ -9,15 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from longhaul.control.drivers import DriverError, LogDriver
+from longhaul.control.errors import ConflictError, NetworkError, UnavailableError
 from longhaul.control.ledger import BookingLedger
-from longhaul.control.service import (
-    ConflictError,
-    NetworkError,
-    ReservationChange,
-    ReservationRequest,
-    Service,
-    UnavailableError,
-)
+from longhaul.control.requests import ReservationChange, ReservationRequest
+from longhaul.control.service import Service
+from longhaul.control.work import PROVISION
 from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.topology import usn
@@ -98,8 +94,8 @@ def test_two_processes_writing_in_turn_stay_in_step(service, alice, tmp_path, cl
 def test_a_rolled_back_change_never_reaches_the_copy(service, alice, clock):
     made = service.create(alice.user, request(mbps=1000))
     clock.advance(hours=1)
-    service.begin(made.id, "provision")
-    service.finish(made.id, "provision", None)
+    service.work.begin(made.id, PROVISION)
+    service.work.finish(made.id, PROVISION, None)
 
     class Refusing(LogDriver):
         def modify(self, circuit, previous):

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from longhaul.control.policy import DEFAULT_ROLES, Limits, Policy, PolicyError
-from longhaul.control.service import ReservationChange, ReservationRequest
+from longhaul.control.requests import ReservationChange, ReservationRequest
 from longhaul.errors import InputError
 
 from .conftest import T0

@@ -7,16 +7,10 @@ from cryptography import x509
 from sqlalchemy import select
 
 from longhaul.control.db import Reservation
+from longhaul.control.errors import ConflictError, ForbiddenError, NotFoundError, UnavailableError
 from longhaul.control.lifecycle import State
-from longhaul.control.service import (
-    ConflictError,
-    ForbiddenError,
-    ListFilter,
-    NotFoundError,
-    ReservationChange,
-    ReservationRequest,
-    UnavailableError,
-)
+from longhaul.control.requests import ListFilter, ReservationChange, ReservationRequest
+from longhaul.control.transitions import path_of
 from longhaul.errors import InputError
 
 from .conftest import T0
@@ -97,8 +91,8 @@ def test_a_loop_between_two_hosts(service, alice):
     )
     assert made.route == list(service.topology.loop_links("ORNL-Chicago x1"))
     assert made.path_start == "ornl-host1"
-    assert service.path_of(made).nodes[-1] == "ornl-host2"
-    assert service.path_of(made).length_miles == pytest.approx(1400.2)
+    assert path_of(service.topology, made).nodes[-1] == "ornl-host2"
+    assert path_of(service.topology, made).length_miles == pytest.approx(1400.2)
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import IO
 
 from longhaul.control.drivers import Circuit, DriverError
-from longhaul.control.service import Job, Service
+from longhaul.control.service import Service
+from longhaul.control.work import Job
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class JobRunner:
         """Start every job due now; the futures finish when the jobs do."""
         now = self.service.clock()
         with self._busy_lock:
-            jobs = self.service.due(now, set(self._busy))
+            jobs = self.service.work.due(now, set(self._busy))
             self._busy.update(rid for rid, _ in jobs)
         return [self._workers.submit(self._run, rid, job) for rid, job in jobs]
 
@@ -139,7 +140,7 @@ class JobRunner:
             try:
                 if self._lead() and self._looks_due(now, noted):
                     self.run_due()
-                    upcoming = self.service.next_due(now)
+                    upcoming = self.service.work.next_due(now)
                     patience = now + timedelta(seconds=self.max_sleep_s)
                     self._next_look = min(upcoming, patience) if upcoming else patience
                 elif noted is not None and self._next_look is not None:
@@ -159,12 +160,12 @@ class JobRunner:
             or (noted is not None and noted <= now)
         )
 
-    def _run(self, reservation_id: int, job: str) -> None:
+    def _run(self, reservation_id: int, job: Job) -> None:
         try:
-            circuit = self.service.begin(reservation_id, job)
+            circuit = self.service.work.begin(reservation_id, job)
             if circuit is not None:
                 error = self._call(job, circuit)
-                self.service.finish(reservation_id, job, error)
+                self.service.work.finish(reservation_id, job, error)
         except Exception:
             log.exception("job %s for reservation %s failed", job, reservation_id)
         finally:
@@ -173,16 +174,10 @@ class JobRunner:
             # What this job did may make more work due (a release after a late start).
             self.note()
 
-    def _call(self, job: str, circuit: Circuit) -> str | None:
-        """Run the driver; the error to record, or None when it worked."""
+    def _call(self, job: Job, circuit: Circuit) -> str | None:
+        """Run the job's driver call; the error to record, or None when it worked."""
         driver = self.service.driver
-        if job == Job.PROVISION:
-            operation = driver.provision
-        elif job in (Job.RELEASE, Job.END):
-            operation = driver.release
-        else:
-            return None
-        future = self._calls.submit(operation, circuit)
+        future = self._calls.submit(job.call, driver, circuit)
         try:
             future.result(timeout=self.call_timeout_s)
         except FutureTimeout:

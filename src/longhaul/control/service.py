@@ -1,26 +1,25 @@
-"""The reservation service: users, admission, the lifecycle, and the work it schedules.
+"""The reservation service: admission, reading, and changes users ask for.
 
 Everything that may book bandwidth runs in one `Database.write()` transaction, which no
 other writer overlaps: the bookings it reads are all the bookings there are, so two
 requests can never together overbook a link. Drivers are called outside transactions
 (they may be slow), except to change an active circuit, which must succeed or leave the
-reservation as it was.
+reservation as it was. What a request must be is checked before any transaction
+(`requests`); what the job runner does is `work`'s; how a reservation moves and is
+recorded, `transitions`'.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Select, delete, func, insert, or_, select
+from sqlalchemy import Select, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from longhaul.control import policy
+from longhaul.control import policy, requests
 from longhaul.control.accounts import Accounts
 from longhaul.control.db import (
     IDEMPOTENCY_KEYS,
@@ -30,115 +29,36 @@ from longhaul.control.db import (
     StateChange,
     User,
 )
-from longhaul.control.drivers import Circuit, Driver, DriverError
+from longhaul.control.drivers import Driver, DriverError
+from longhaul.control.errors import (
+    ConflictError,
+    ForbiddenError,
+    NetworkError,
+    NotFoundError,
+    StaleVersionError,
+    UnavailableError,
+)
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, Event, State, next_state
 from longhaul.control.policy import Policy
+from longhaul.control.requests import ListFilter, ReservationChange, ReservationRequest
+from longhaul.control.transitions import Transitions, circuit_of, path_of
+from longhaul.control.work import Work
 from longhaul.db import Database
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, format_instant
-from longhaul.schedule import Availability, EarliestStart, WidestPath
-from longhaul.schedule.instants import LATEST, YEARS, to_us
+from longhaul.schedule import Availability
+from longhaul.schedule.instants import to_us
 from longhaul.topology import Path, Topology
 
 log = logging.getLogger(__name__)
 
-CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-"""What a description may not hold: control characters other than tab and line breaks."""
-
-SCHEDULER = "scheduler"
-"""The actor recorded for what the job runner does."""
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 """How long an idempotency key is remembered (the IETF draft's suggestion, as Stripe's)."""
-PAST_START_TOLERANCE = timedelta(minutes=1)
-"""A start this far in the past still counts as now (clocks differ a little)."""
-LATE = timedelta(seconds=2)
-"""A runner that is up starts circuits within milliseconds; later than this, it was not."""
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-# -- errors the API turns into responses -----------------------------------------------
-
-
-class NotFoundError(LookupError):
-    """No such reservation, or not one the user may see."""
-
-
-class ForbiddenError(PermissionError):
-    """The user may see it but not do this (admin only)."""
-
-
-class ConflictError(RuntimeError):
-    """The request is well formed but clashes with the reservation's state or version."""
-
-
-class StaleVersionError(ConflictError):
-    """The reservation is no longer at the version the request was made against: 409 for
-    a `version` in the body, 412 for an `If-Match` header."""
-
-    def __init__(self, reservation_id: int, current: int, asked: int) -> None:
-        super().__init__(
-            f"reservation {reservation_id} is at version {current}, not {asked}; "
-            "read it again and retry"
-        )
-        self.current = current
-
-
-class UnavailableError(RuntimeError):
-    """The bandwidth is not free; `earliest` and `widest` say what would be."""
-
-    def __init__(
-        self, message: str, earliest: EarliestStart | None, widest: WidestPath | None
-    ) -> None:
-        super().__init__(message)
-        self.earliest = earliest
-        self.widest = widest
-
-
-class NetworkError(RuntimeError):
-    """A driver failed; nothing was changed."""
-
-
-# -- what users ask for ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReservationRequest:
-    src: str
-    """A node, site or node:port."""
-    dst: str
-    bandwidth_mbps: int
-    start: datetime | None = None
-    """None means now (or, with `asap`, the earliest start from now)."""
-    end: datetime | None = None
-    duration: timedelta | None = None
-    asap: bool = False
-    """Book the earliest start at or after `start` instead of exactly `start`."""
-    route: Sequence[str] | None = None
-    loop: str | None = None
-    description: str = ""
-    idempotency_key: str | None = None
-    """When given, the same request with the same key within IDEMPOTENCY_WINDOW answers
-    the reservation the first one made instead of making another."""
-
-    def fingerprint(self) -> str:
-        """What identifies the request, beside its key: every field but the key."""
-        fields = {
-            "src": self.src,
-            "dst": self.dst,
-            "bandwidth_mbps": self.bandwidth_mbps,
-            "start": None if self.start is None else self.start.isoformat(),
-            "end": None if self.end is None else self.end.isoformat(),
-            "duration_s": None if self.duration is None else self.duration.total_seconds(),
-            "asap": self.asap,
-            "route": None if self.route is None else list(self.route),
-            "loop": self.loop,
-            "description": self.description,
-        }
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -146,35 +66,6 @@ class Created:
     reservation: Reservation
     replayed: bool
     """True when an earlier request with the same idempotency key made it."""
-
-
-@dataclass(frozen=True)
-class ReservationChange:
-    end: datetime | None = None
-    bandwidth_mbps: int | None = None
-    version: int | None = None
-    """When given, the change applies only if the reservation is still at this version."""
-
-
-@dataclass(frozen=True)
-class ListFilter:
-    states: Sequence[State] = ()
-    owner: str | None = None
-    since: datetime | None = None
-    """Only reservations that end after this."""
-    until: datetime | None = None
-    """Only reservations that start before this."""
-    limit: int = 100
-    offset: int = 0
-
-
-class Job:
-    """What the runner must do for one reservation."""
-
-    PROVISION = "provision"
-    RELEASE = "release"
-    MISSED = "missed"
-    END = "end"
 
 
 # -- the service -------------------------------------------------------------------------
@@ -197,6 +88,9 @@ class Service:
         """Each user's limits (`longhaul serve --policy FILE`)."""
         self.ledger = BookingLedger(topology)
         self.accounts = Accounts(db, clock)
+        self.transitions = Transitions(self.ledger, clock)
+        self.work = Work(db, topology, self.transitions, clock)
+        """What the job runner does."""
         self.on_change: Callable[[datetime | None], None] = lambda _at: None
         """Called after a change with when it may make work due (None: now); the runner listens."""
 
@@ -235,15 +129,8 @@ class Service:
         other writer waits for) only the query and two INSERTs remain.
         """
         now = self.clock()
-        start = self._start(request, now)
-        duration = self._duration(request, start)
-        route = self._route(request)
-        if control := CONTROL_CHARACTER.search(request.description):
-            # PostgreSQL cannot store a NUL, and no control character belongs in a note.
-            raise InputError(
-                "description",
-                f"holds the control character {control.group()!r} at {control.start()}",
-            )
+        checked = requests.check(request, now, self.topology)
+        start, duration, route = checked.start, checked.duration, checked.route
         src, dst = (
             self.ledger.idle.end(request.src, "src"),
             self.ledger.idle.end(request.dst, "dst"),
@@ -311,8 +198,10 @@ class Service:
             session.execute(
                 insert(STATE_CHANGES),
                 [
-                    self._change_row(reservation, None, State.REQUESTED, "requested", actor.name),
-                    self._change_row(reservation, State.REQUESTED, admitted, why, actor.name),
+                    self.transitions.row(
+                        reservation, None, State.REQUESTED, "requested", actor.name
+                    ),
+                    self.transitions.row(reservation, State.REQUESTED, admitted, why, actor.name),
                 ],
             )
             if request.idempotency_key is not None:
@@ -417,21 +306,21 @@ class Service:
                 )
             if state in (State.PROVISIONING, State.ACTIVE) and end <= now:
                 raise InputError("end", "must be in the future for a reservation that has begun")
-            old_path = self.path_of(reservation)
+            old_path = path_of(self.topology, reservation)
             avail = self._availability(session, without=reservation)
             to_us(end, "end")  # in the years the schedule holds, before any limit
             limits = self.policy.limits(actor.name, actor.role)  # the one asking
             policy.check(limits, mbps, end - reservation.start, end - now, 0)
             path = self._readmit(reservation, avail, old_path, mbps, end)
-            before = self.circuit(reservation)
+            before = circuit_of(self.topology, reservation)
             what = _describe_change(reservation, end, mbps, path != old_path)
             reservation.end, reservation.bandwidth_mbps, reservation.updated_at = end, mbps, now
             reservation.path_start, reservation.path_links = path.nodes[0], list(path.link_ids)
             self.ledger.changed(session, reservation)
-            self._record(session, reservation, state, state, what, actor.name)
+            self.transitions.record(session, reservation, state, state, what, actor.name)
             if state in (State.PROVISIONING, State.ACTIVE):
                 try:
-                    self.driver.modify(self.circuit(reservation), before)
+                    self.driver.modify(circuit_of(self.topology, reservation), before)
                 except DriverError as exc:
                     raise NetworkError(
                         f"the network refused the change ({exc}); nothing changed"
@@ -478,11 +367,11 @@ class Service:
                 raise ConflictError(f"reservation {reservation_id} has {state.value} already")
             reservation.cancelled_at = now
             if state is State.RELEASING:
-                self._record(
+                self.transitions.record(
                     session, reservation, state, state, "cancel asked while releasing", actor.name
                 )
             else:
-                self._fire(session, reservation, Event.CANCEL, "cancelled", actor.name)
+                self.transitions.fire(session, reservation, Event.CANCEL, "cancelled", actor.name)
         if reservation.state == State.RELEASING:
             self.on_change(None)  # tear it down now
         return reservation
@@ -505,7 +394,7 @@ class Service:
                 )
             else:
                 event = Event.RETRY_PROVISION
-            self._fire(session, reservation, event, "retry", actor.name)
+            self.transitions.fire(session, reservation, event, "retry", actor.name)
         self.on_change(None)
         return reservation
 
@@ -515,162 +404,16 @@ class Service:
             raise ForbiddenError("only an admin can clear a failed reservation")
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
-            self._fire(session, reservation, Event.CLEAR, "cleared by an admin", actor.name)
+            self.transitions.fire(
+                session, reservation, Event.CLEAR, "cleared by an admin", actor.name
+            )
         return reservation
-
-    # -- the work the runner does --------------------------------------------------------------
-
-    def due(self, now: datetime, busy: set[int]) -> list[tuple[int, str]]:
-        """(reservation id, job) for everything due at `now`, except reservations in `busy`."""
-        due_states = [State.SCHEDULED, State.PROVISIONING, State.ACTIVE, State.RELEASING]
-        query = select(Reservation.id, Reservation.state, Reservation.start, Reservation.end).where(
-            Reservation.state.in_([s.value for s in due_states]),
-            or_(
-                Reservation.state.in_([State.PROVISIONING.value, State.RELEASING.value]),
-                Reservation.start <= now,
-            ),
-        )
-        jobs = []
-        with self.db.read() as session:
-            for rid, state, start, end in session.execute(query):
-                if rid in busy:
-                    continue
-                job = _job_for(State(state), start, end, now)
-                if job is not None:
-                    jobs.append((rid, job))
-        return jobs
-
-    def next_due(self, now: datetime) -> datetime | None:
-        """The next instant something becomes due (a start, or an end) after `now`."""
-        with self.db.read() as session:
-            starts = session.scalar(
-                select(func.min(Reservation.start)).where(
-                    Reservation.state == State.SCHEDULED.value, Reservation.start > now
-                )
-            )
-            ends = session.scalar(
-                select(func.min(Reservation.end)).where(
-                    Reservation.state.in_([State.ACTIVE.value, State.PROVISIONING.value]),
-                    Reservation.end > now,
-                )
-            )
-        found = [t for t in (starts, ends) if t is not None]
-        return min(found) if found else None
-
-    def begin(self, reservation_id: int, job: str) -> Circuit | None:
-        """Move a reservation into the state its job works in; its circuit, or None if the
-        job is done already (or was overtaken)."""
-        now = self.clock()
-        with self.db.write() as session:
-            reservation = session.get(Reservation, reservation_id)
-            if reservation is None:
-                return None
-            state = State(reservation.state)
-            if _job_for(state, reservation.start, reservation.end, now) != job:
-                return None
-            if job == Job.MISSED:
-                self._fire(
-                    session,
-                    reservation,
-                    Event.MISSED,
-                    "its slot passed while longhaul was down",
-                    SCHEDULER,
-                )
-                return None
-            if job == Job.END:
-                self._fire(
-                    session, reservation, Event.END, "its slot ended while provisioning", SCHEDULER
-                )
-                return self.circuit(reservation)
-            if job == Job.PROVISION and state is State.SCHEDULED:
-                late = now - reservation.start
-                why = "start"
-                if late > LATE:
-                    why = (
-                        f"late start, {format_duration(late)} after the slot began: "
-                        "longhaul was not running"
-                    )
-                self._fire(session, reservation, Event.START, why, SCHEDULER)
-            elif job == Job.RELEASE and state is State.ACTIVE:
-                self._fire(session, reservation, Event.END, "end of the slot", SCHEDULER)
-            return self.circuit(reservation)
-
-    def finish(self, reservation_id: int, job: str, error: str | None) -> None:
-        """Record how a driver call for `job` went, unless the reservation moved on meanwhile."""
-        with self.db.write() as session:
-            reservation = session.get(Reservation, reservation_id)
-            if reservation is None:
-                return
-            state = State(reservation.state)
-            if job == Job.PROVISION and state is State.PROVISIONING:
-                event = Event.PROVISIONED if error is None else Event.PROVISION_FAILED
-            elif job in (Job.RELEASE, Job.END) and state is State.RELEASING:
-                if error is not None:
-                    event = Event.RELEASE_FAILED
-                elif reservation.cancelled_at is not None:
-                    event = Event.RELEASED_CANCELLED
-                else:
-                    event = Event.RELEASED
-            else:
-                return
-            self._fire(session, reservation, event, error or "done", SCHEDULER)
-
-    # -- helpers ---------------------------------------------------------------------------------
-
-    def path_of(self, reservation: Reservation) -> Path:
-        return self.topology.walk(reservation.path_start, reservation.path_links)
-
-    def circuit(self, reservation: Reservation) -> Circuit:
-        path = self.path_of(reservation)
-        return Circuit(
-            reservation_id=reservation.id,
-            bandwidth_mbps=reservation.bandwidth_mbps,
-            path=path,
-            src_port=reservation.src_port if path.nodes[0] == reservation.src_node else None,
-            dst_port=reservation.dst_port if path.nodes[-1] == reservation.dst_node else None,
-        )
 
     def _load(self, session: Session, actor: User, reservation_id: int) -> Reservation:
         reservation = session.get(Reservation, reservation_id)
         if reservation is None or (actor.role != "admin" and reservation.owner_id != actor.id):
             raise NotFoundError(f"no reservation {reservation_id}")
         return reservation
-
-    def _fire(
-        self, session: Session, reservation: Reservation, event: Event, reason: str, actor: str
-    ) -> None:
-        before = State(reservation.state)
-        after = next_state(before, event)
-        reservation.state = after.value
-        if (before in HOLDS_BANDWIDTH) != (after in HOLDS_BANDWIDTH):
-            self.ledger.changed(session, reservation)
-        reservation.updated_at = self.clock()
-        self._record(session, reservation, before, after, reason, actor)
-
-    def _record(
-        self,
-        session: Session,
-        reservation: Reservation,
-        before: State | None,
-        after: State,
-        reason: str,
-        actor: str,
-    ) -> None:
-        # A plain INSERT: the ORM would load the history to append to it.
-        row = self._change_row(reservation, before, after, reason, actor)
-        session.execute(insert(STATE_CHANGES), [row])
-
-    def _change_row(
-        self, reservation: Reservation, before: State | None, after: State, reason: str, actor: str
-    ) -> dict[str, object]:
-        return {
-            "reservation_id": reservation.id,
-            "at": self.clock(),
-            "from_state": None if before is None else before.value,
-            "to_state": after.value,
-            "reason": reason,
-            "actor": actor,
-        }
 
     def _unavailable(
         self,
@@ -691,55 +434,6 @@ class Service:
             earliest,
             widest,
         )
-
-    def _start(self, request: ReservationRequest, now: datetime) -> datetime:
-        # "Now" is the current whole second: a start a fraction of a second early changes
-        # nothing, and every time shown stays readable.
-        this_second = now.replace(microsecond=0)
-        if request.start is None:
-            return this_second
-        if request.start.tzinfo is None:
-            raise InputError("start", "needs a time zone, e.g. 2030-01-07T09:00:00Z")
-        to_us(request.start, "start")  # in the years the schedule holds
-        if request.start < now - PAST_START_TOLERANCE and not request.asap:
-            raise InputError("start", f"{format_instant(request.start)} is in the past; use 'now'")
-        return max(request.start, this_second) if request.asap else request.start
-
-    def _duration(self, request: ReservationRequest, start: datetime) -> timedelta:
-        if (request.end is None) == (request.duration is None):
-            raise InputError("end", "give either end or duration, not both")
-        if request.end is not None:
-            if request.end.tzinfo is None:
-                raise InputError("end", "needs a time zone, e.g. 2030-01-07T11:00:00Z")
-            to_us(request.end, "end")  # in the years the schedule holds
-            if request.end <= start:
-                raise InputError("end", f"must be after the start ({format_instant(start)})")
-            return request.end - start
-        assert request.duration is not None
-        if request.duration <= timedelta(0):
-            raise InputError("duration", "must be positive")
-        if request.duration > LATEST - start:
-            raise InputError("duration", f"{request.duration} ends after the years {YEARS}")
-        return request.duration
-
-    def _route(self, request: ReservationRequest) -> Sequence[str] | None:
-        if request.route is not None and request.loop is not None:
-            raise InputError("loop", "give route or loop, not both")
-        if request.loop is not None:
-            return self.topology.loop_links(request.loop)
-        return request.route
-
-
-def _job_for(state: State, start: datetime, end: datetime, now: datetime) -> str | None:
-    if state is State.SCHEDULED and start <= now:
-        return Job.MISSED if end <= now else Job.PROVISION
-    if state is State.PROVISIONING:
-        return Job.END if end <= now else Job.PROVISION
-    if state is State.ACTIVE and end <= now:
-        return Job.RELEASE
-    if state is State.RELEASING:
-        return Job.RELEASE
-    return None
 
 
 def _failed_in(reservation: Reservation) -> State | None:

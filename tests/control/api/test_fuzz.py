@@ -14,7 +14,8 @@ from schemathesis.checks import not_a_server_error
 
 from longhaul.control.api.app import create_app
 from longhaul.control.drivers import LogDriver
-from longhaul.control.service import ReservationRequest, Service
+from longhaul.control.requests import ReservationRequest
+from longhaul.control.service import Service
 from longhaul.db import Database, migrate
 from longhaul.topology import usn
 

@@ -24,8 +24,9 @@ from longhaul.control.api.ratelimit import TokenBuckets
 from longhaul.control.api.routes import router
 from longhaul.control.api.schemas import Health
 from longhaul.control.api.users import router as users
+from longhaul.control.errors import ForbiddenError
 from longhaul.control.jobs import JobRunner
-from longhaul.control.service import ForbiddenError, Service
+from longhaul.control.service import Service
 from longhaul.control.web.pages import router as pages
 from longhaul.control.web.pages import static
 

@@ -13,7 +13,8 @@ from longhaul.control.api.auditing import ACTOR
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.api.ratelimit import TokenBuckets
 from longhaul.control.db import User
-from longhaul.control.service import ForbiddenError, Service
+from longhaul.control.errors import ForbiddenError
+from longhaul.control.service import Service
 
 COOKIE = "longhaul_token"
 

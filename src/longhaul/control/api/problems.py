@@ -14,9 +14,7 @@ from starlette.exceptions import HTTPException
 
 from longhaul.control.api.ratelimit import RateLimitedError
 from longhaul.control.api.schemas import EarliestStartOut
-from longhaul.control.lifecycle import TransitionError
-from longhaul.control.policy import PolicyError
-from longhaul.control.service import (
+from longhaul.control.errors import (
     ConflictError,
     ForbiddenError,
     NetworkError,
@@ -24,6 +22,8 @@ from longhaul.control.service import (
     StaleVersionError,
     UnavailableError,
 )
+from longhaul.control.lifecycle import TransitionError
+from longhaul.control.policy import PolicyError
 from longhaul.errors import InputError
 
 log = logging.getLogger(__name__)

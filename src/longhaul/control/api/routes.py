@@ -25,14 +25,11 @@ from longhaul.control.api.schemas import (
     StateChangeOut,
 )
 from longhaul.control.db import Reservation, User
+from longhaul.control.errors import StaleVersionError
 from longhaul.control.lifecycle import State
-from longhaul.control.service import (
-    ListFilter,
-    ReservationChange,
-    ReservationRequest,
-    Service,
-    StaleVersionError,
-)
+from longhaul.control.requests import ListFilter, ReservationChange, ReservationRequest
+from longhaul.control.service import Service
+from longhaul.control.transitions import path_of
 from longhaul.errors import InputError
 from longhaul.parsing import parse_duration, parse_route
 from longhaul.topology import topology_to_dict
@@ -350,7 +347,7 @@ def _first_version(tags: set[str]) -> int:
 
 def _out(service: Service, reservation: Reservation) -> ReservationOut:
     try:
-        path = service.path_of(reservation)
+        path = path_of(service.topology, reservation)
     except ValueError:
         path = None
     return ReservationOut.of(reservation, path)

@@ -13,7 +13,7 @@ from longhaul.control.api.auditing import AUDITED
 from longhaul.control.api.auth import CurrentUser, ServiceDep
 from longhaul.control.api.schemas import AuditEventOut, TokenOut
 from longhaul.control.db import User
-from longhaul.control.service import ForbiddenError
+from longhaul.control.errors import ForbiddenError
 
 router = APIRouter(prefix="/api/v1", tags=["users"])
 

@@ -16,16 +16,12 @@ from fastapi.templating import Jinja2Templates
 from longhaul.control.api.auth import COOKIE, authenticate, service_of
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.db import User
+from longhaul.control.errors import ConflictError, NotFoundError, UnavailableError
 from longhaul.control.lifecycle import State
 from longhaul.control.policy import PolicyError
-from longhaul.control.service import (
-    ConflictError,
-    ListFilter,
-    NotFoundError,
-    ReservationRequest,
-    Service,
-    UnavailableError,
-)
+from longhaul.control.requests import ListFilter, ReservationRequest
+from longhaul.control.service import Service
+from longhaul.control.transitions import path_of
 from longhaul.control.web import charts
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, parse_duration, parse_route
@@ -304,7 +300,7 @@ def reservation(request: Request, reservation_id: int) -> Response:
     except NotFoundError:
         return _page(request, "missing.html", user, what=f"reservation {reservation_id}")
     try:
-        path = service.path_of(item)
+        path = path_of(service.topology, item)
     except ValueError:
         path = None
     return _page(
