@@ -79,6 +79,8 @@ HOLDS_BANDWIDTH = frozenset(
     }
 )
 ENDED = frozenset({State.FINISHED, State.CANCELLED})
+CIRCUIT_UP = frozenset({State.PROVISIONING, State.ACTIVE})
+"""The circuit is up in the network or being set up: a change must reach its devices."""
 
 
 class TransitionError(ValueError):

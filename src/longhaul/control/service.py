@@ -39,7 +39,14 @@ from longhaul.control.errors import (
     UnavailableError,
 )
 from longhaul.control.ledger import BookingLedger
-from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, Event, State, next_state
+from longhaul.control.lifecycle import (
+    CIRCUIT_UP,
+    ENDED,
+    HOLDS_BANDWIDTH,
+    Event,
+    State,
+    next_state,
+)
 from longhaul.control.policy import Policy
 from longhaul.control.requests import ListFilter, ReservationChange, ReservationRequest
 from longhaul.control.transitions import Transitions, circuit_of, path_of
@@ -304,7 +311,7 @@ class Service:
                 raise InputError(
                     "end", f"must be after the start ({format_instant(reservation.start)})"
                 )
-            if state in (State.PROVISIONING, State.ACTIVE) and end <= now:
+            if state in CIRCUIT_UP and end <= now:
                 raise InputError("end", "must be in the future for a reservation that has begun")
             old_path = path_of(self.topology, reservation)
             avail = self._availability(session, without=reservation)
@@ -318,7 +325,7 @@ class Service:
             reservation.path_start, reservation.path_links = path.nodes[0], list(path.link_ids)
             self.ledger.changed(session, reservation)
             self.transitions.record(session, reservation, state, state, what, actor.name)
-            if state in (State.PROVISIONING, State.ACTIVE):
+            if state in CIRCUIT_UP:
                 try:
                     self.driver.modify(circuit_of(self.topology, reservation), before)
                 except DriverError as exc:

@@ -1,8 +1,14 @@
 """The HTTP API: reservations, the availability endpoints, errors as problem+json."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+
+from longhaul.control.drivers import LogDriver
+from longhaul.control.work import PROVISION
+from longhaul.topology import usn
 
 from ..conftest import T0
 from .conftest import auth
@@ -526,3 +532,42 @@ def test_a_user_past_the_rate_limit_gets_429_with_retry_after(service, alice, bo
         now[0] = 1.0  # a second on: one more
         assert client.get("/api/v1/reservations", headers=auth(alice)).status_code == 200
         assert client.get("/api/v1/reservations", headers=auth(alice)).status_code == 429
+
+
+def test_a_change_waiting_for_its_device_leaves_the_server_answering(api, service, alice, clock):
+    """A change to a circuit that is up waits for its device inside the write transaction,
+    in a worker thread: reads are answered meanwhile, and a booking waits for its turn in
+    a worker thread too, not on the event loop."""
+    rid = api.post("/api/v1/reservations", json=body(), headers=auth(alice)).json()["id"]
+    clock.advance(hours=1)
+    service.work.begin(rid, PROVISION)
+    service.work.finish(rid, PROVISION, None)
+    asked, answer = threading.Event(), threading.Event()
+
+    class SlowDevice(LogDriver):
+        def modify(self, circuit, previous):
+            asked.set()
+            assert answer.wait(30)
+            super().modify(circuit, previous)
+
+    service.driver = SlowDevice(usn(), service.driver.log_file)
+    later = (T0 + 5 * HOUR).isoformat()
+    with ThreadPoolExecutor(3) as pool:
+        try:
+            change = pool.submit(
+                api.patch, f"/api/v1/reservations/{rid}", json={"bandwidth_mbps": 6000},
+                headers=auth(alice),
+            )  # fmt: skip
+            assert asked.wait(30)
+            read = pool.submit(api.get, f"/api/v1/reservations/{rid}", headers=auth(alice))
+            before = read.result(timeout=30).json()
+            assert before["state"] == "active"
+            booking = pool.submit(
+                api.post, "/api/v1/reservations", json=body(start=later), headers=auth(alice)
+            )
+            assert pool.submit(api.get, "/healthz").result(timeout=30).status_code == 200
+            assert not change.done() and not booking.done()
+        finally:
+            answer.set()
+        assert change.result(timeout=30).json()["version"] == before["version"] + 1
+        assert booking.result(timeout=30).status_code == 201

@@ -45,9 +45,12 @@ BEARER = HTTPBearer(
 stays in `current_user`, which also takes the page's cookie or a client certificate."""
 
 
-def current_user(
+async def current_user(
     request: Request, bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
 ) -> User:
+    # On the event loop, not in a worker thread as FastAPI runs a plain function: the
+    # lookup is one indexed read that never waits for a writer (WAL), and each hand-off
+    # to a thread and back costs more than it (and another turn at the interpreter lock).
     return authenticate(request, bearer.credentials if bearer is not None else None)
 
 
@@ -90,5 +93,9 @@ def _signed_in(request: Request, token: str | None) -> User:
     )
 
 
+async def _service(request: Request) -> Service:
+    return service_of(request)  # a plain function would be run in a worker thread
+
+
 CurrentUser = Annotated[User, Depends(current_user)]
-ServiceDep = Annotated[Service, Depends(service_of)]
+ServiceDep = Annotated[Service, Depends(_service)]
