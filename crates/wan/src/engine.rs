@@ -32,8 +32,8 @@ use crate::encryptor::{EncryptorConfig, LinkEncryptors, TRAILER_BYTES};
 use crate::health::{self, HealthLog};
 use crate::packet::{self, VNET_HDR_LEN};
 use crate::steer::{Activity, Steering};
-use crate::wake::Spinners;
 use crate::wake::WakeMargins;
+use crate::wake::{BusyMark, Spinners};
 
 /// The largest frame a TUN device hands over: the virtio header and a 64 KB packet.
 pub const FRAME_CAPACITY: usize = VNET_HDR_LEN + 65_536;
@@ -174,6 +174,9 @@ pub struct Core {
     pub steering: Option<Steering>,
     /// Spinners that keep the CPUs awake while the line is quiet (`KeepAwake::Quiet`).
     pub spinners: Option<Spinners>,
+    /// This emulator's mark on the machine's board of busy lines, which other emulators'
+    /// spinners read.
+    pub busy_mark: Option<BusyMark>,
     activity: Activity,
     /// The link encryptors at both ends, if the line is encrypted.
     pub encryptors: Option<LinkEncryptors>,
@@ -242,6 +245,7 @@ impl Core {
             last_read_ns: [now_ns; 2],
             steering: None,
             spinners: None,
+            busy_mark: None,
             activity: Activity::default(),
             encryptors: None,
         })
@@ -396,6 +400,9 @@ impl Core {
             && spinners.is_spinning() == busy
         {
             spinners.set(!busy);
+        }
+        if let Some(mark) = &mut self.busy_mark {
+            mark.set(busy);
         }
     }
 

@@ -24,7 +24,7 @@ use longhaul_wan::encryptor::EncryptorConfig;
 use longhaul_wan::engine::{Core, Engine, hold_cpu_latency_qos, run_in_real_time};
 use longhaul_wan::traffic::{self, OnOff, SendOptions, Sink, SinkOptions};
 use longhaul_wan::tun::{Tun, TunDevice};
-use longhaul_wan::wake::{BusyBoard, KeepAwake, Spinners, WakeMargins};
+use longhaul_wan::wake::{BusyBoard, BusyMark, KeepAwake, Spinners, WakeMargins};
 
 #[derive(Parser)]
 #[command(
@@ -437,7 +437,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     }
     let board = BusyBoard::open(BusyBoard::DEFAULT_DIR, std::process::id());
     let spinners =
-        (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true, board));
+        (args.keep_awake != KeepAwake::Never).then(|| Spinners::start(&stop, true, board.as_ref()));
     let mut device = TunDevice::new([a, b], control, stop)
         .map_err(|e| (1, format!("cannot watch the TUN devices (epoll): {e}")))?;
     if let Some(pid) = args.parent_pid {
@@ -474,6 +474,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
     if args.keep_awake == KeepAwake::Quiet {
         core.spinners = spinners;
     }
+    core.busy_mark = board.map(BusyMark::new);
     let mut engine = Engine::new(device, core);
     engine.margins = WakeMargins::new(args.spin);
     engine.linger_ns = args.linger;

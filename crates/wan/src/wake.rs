@@ -32,12 +32,12 @@ pub enum KeepAwake {
 /// whose line is quiet must not spin while another's is busy. Measured on two cores, an
 /// idle 1,400-mile circuit's spinners took 0.66 of a core beside a local loop carrying
 /// TCP and cut it from 8.7 to 7.0 Gb/s (the same with the idle emulator stopped: 8.7).
-/// So each emulator marks its line busy on a machine-wide `BusyBoard`, and spinners spin
-/// only while no other emulator's line is busy.
+/// So each emulator marks its line busy on a machine-wide `BusyBoard` (`BusyMark`, from
+/// its line's activity, whether it keeps the CPUs awake or not), and spinners spin only
+/// while no other emulator's line is busy.
 pub struct Spinners {
     wanted: std::sync::Arc<std::sync::atomic::AtomicBool>,
     threads: Vec<std::thread::Thread>,
-    board: Option<BusyBoard>,
 }
 
 /// How often a spinner looks whether another emulator's line has become busy.
@@ -49,7 +49,7 @@ impl Spinners {
     pub fn start(
         stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
         spinning: bool,
-        board: Option<BusyBoard>,
+        board: Option<&BusyBoard>,
     ) -> Self {
         use std::sync::atomic::{AtomicBool, Ordering};
         let wanted = std::sync::Arc::new(AtomicBool::new(spinning));
@@ -59,7 +59,7 @@ impl Spinners {
         for cpu in 0..online {
             let stop = std::sync::Arc::clone(stop);
             let wanted = std::sync::Arc::clone(&wanted);
-            let board = board.clone();
+            let board = board.cloned();
             let spawned = std::thread::Builder::new()
                 .name(format!("awake-{cpu}"))
                 .spawn(move || {
@@ -89,26 +89,14 @@ impl Spinners {
                 threads.push(handle.thread().clone());
             }
         }
-        if let Some(board) = &board {
-            board.mark(!spinning);
-        }
-        Self {
-            wanted,
-            threads,
-            board,
-        }
+        Self { wanted, threads }
     }
 
-    /// Spin (the line is quiet) or not (it is busy, which the board is told).
+    /// Spin (the line is quiet) or not (it is busy).
     pub fn set(&self, spinning: bool) {
         let was = self
             .wanted
             .swap(spinning, std::sync::atomic::Ordering::Relaxed);
-        if let Some(board) = &self.board
-            && was != spinning
-        {
-            board.mark(!spinning);
-        }
         if spinning && !was {
             for thread in &self.threads {
                 thread.unpark();
@@ -118,14 +106,6 @@ impl Spinners {
 
     pub fn is_spinning(&self) -> bool {
         self.wanted.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Drop for Spinners {
-    fn drop(&mut self) {
-        if let Some(board) = &self.board {
-            board.mark(false);
-        }
     }
 }
 
@@ -187,6 +167,35 @@ impl BusyBoard {
             }
         }
         busy
+    }
+}
+
+/// This emulator's mark on the board: there while its line is busy, taken off when the
+/// line goes quiet and when the emulator ends.
+pub struct BusyMark {
+    board: BusyBoard,
+    busy: bool,
+}
+
+impl BusyMark {
+    /// Quiet to begin with (a mark left by an earlier process of the same id is taken off).
+    pub fn new(board: BusyBoard) -> Self {
+        board.mark(false);
+        Self { board, busy: false }
+    }
+
+    /// Say whether the line is busy now; the board is written only when that changes.
+    pub fn set(&mut self, busy: bool) {
+        if busy != self.busy {
+            self.board.mark(busy);
+            self.busy = busy;
+        }
+    }
+}
+
+impl Drop for BusyMark {
+    fn drop(&mut self) {
+        self.set(false);
     }
 }
 

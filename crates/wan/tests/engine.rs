@@ -581,3 +581,33 @@ fn a_packet_too_long_sealed_is_fragmented_or_dropped_as_configured() {
         json!(1)
     );
 }
+
+#[test]
+fn a_busy_line_is_marked_on_the_board_without_spinners_and_unmarked_when_it_ends() {
+    // An emulator that never keeps the CPUs awake still tells the others its line is
+    // busy, or their spinners would take the CPUs its hosts need.
+    use longhaul_wan::wake::{BusyBoard, BusyMark};
+    let dir = std::env::temp_dir().join(format!("longhaul-board-engine-{}", std::process::id()));
+    // The mark is filed under this test's parent's id, so that this process, looking at
+    // the board as another emulator, sees it as a live one's.
+    let marked = BusyBoard::open(&dir, std::os::unix::process::parent_id()).unwrap();
+    let other = BusyBoard::open(&dir, std::process::id()).unwrap();
+    let mut device = FakeDevice::new(300 * MS);
+    for k in 0..3_000u64 {
+        device.inbox[0].push_back((k * 100_000, plain(1_500)));
+    }
+    let mut engine = engine(DirectionConfig::new(1_000_000_000, MS), device);
+    engine.core.busy_mark = Some(BusyMark::new(marked));
+    assert!(!other.others_busy());
+    engine.run().unwrap();
+    assert!(
+        other.others_busy(),
+        "a line carrying frames to the end is busy"
+    );
+    drop(engine);
+    assert!(
+        !other.others_busy(),
+        "an emulator that ended leaves no mark"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
