@@ -41,7 +41,7 @@ router = APIRouter(prefix="/api/v1")
 # The reservation endpoints below are coroutines that call the service directly, on the
 # event loop: a call is a millisecond or two of work, writers take turns anyway, and
 # reads never wait for writers (WAL). Handing each request to a worker thread and back
-# (FastAPI's way with a plain function) cost a third of what one process answers: on a
+# (FastAPI's way with a plain function) cost two fifths of what one process answers: on a
 # 2-core machine, `longhaul bench api` saturated at 270-356 requests/s in threads and
 # 501-581 on the loop (three runs each), the threads' turns at the interpreter lock
 # costing more than the work. What may wait long goes to a worker thread instead: a
