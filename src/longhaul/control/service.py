@@ -11,7 +11,6 @@ recorded, `transitions`'.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -57,8 +56,6 @@ from longhaul.parsing import format_duration, format_instant
 from longhaul.schedule import Availability
 from longhaul.schedule.instants import to_us
 from longhaul.topology import Path, Topology
-
-log = logging.getLogger(__name__)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 """How long an idempotency key is remembered (the IETF draft's suggestion, as Stripe's)."""
