@@ -361,3 +361,116 @@ def test_only_the_leader_runs_jobs_and_hears_the_others(service, driver, tmp_pat
         assert third._lead()
     finally:
         third.stop()
+
+
+# -- two phases and circuits asked up or not (NSI CS v2) ---------------------------------
+
+
+def hold(service, account, held_s=120, provision=True, start=T0 + HOUR, mbps=1000):
+    return service.create(
+        account.user,
+        ReservationRequest(
+            src="ORNL",
+            dst="SUNNYVALE",
+            bandwidth_mbps=mbps,
+            start=start,
+            duration=2 * HOUR,
+            hold=timedelta(seconds=held_s),
+            provision=provision,
+        ),
+    )
+
+
+def free_mbps(service, path=("ornl-chicago-1", "chicago-seattle-1", "seattle-sunnyvale-1")):
+    """What is still free during the booked slot along one of ORNL-SUNNYVALE's paths (the
+    one every test here is booked on: the first of two alike)."""
+    found = service.availability().max_bandwidth(
+        "ornl-cdci", "sunnyvale-cdci", T0 + HOUR, T0 + 3 * HOUR, route=path
+    )
+    return found[0] if found else 0
+
+
+def test_a_held_reservation_keeps_its_bandwidth_until_committed(service, runner, alice, clock):
+    idle = free_mbps(service)
+    made = hold(service, alice)
+    assert made.state == State.HELD
+    assert made.held_until == T0 + timedelta(seconds=120)
+    assert free_mbps(service) == idle - 1050  # seven OC-3 granules of 150 Mb/s
+    assert service.work.next_due(clock.now) == made.held_until
+    committed = service.commit(alice.user, made.id)
+    assert committed.state == State.SCHEDULED
+    assert committed.held_until is None  # how a commit is told from an abort later
+    clock.advance(minutes=5)
+    settle(runner)  # past the old hold: nothing times out
+    assert service.get(alice.user, made.id).state == State.SCHEDULED
+    assert free_mbps(service) == idle - 1050  # seven OC-3 granules of 150 Mb/s
+
+
+def test_an_uncommitted_hold_times_out_and_gives_its_bandwidth_back(service, runner, alice, clock):
+    idle = free_mbps(service)
+    made = hold(service, alice, held_s=30)
+    clock.advance(seconds=29)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.HELD
+    clock.advance(seconds=1)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.EXPIRED
+    assert free_mbps(service) == idle
+    with pytest.raises(ConflictError, match="timed out"):
+        service.commit(alice.user, made.id)
+    assert service.get(alice.user, made.id).state == State.CANCELLED
+    assert path_of_states(service, alice, made.id) == [
+        "requested", "held", "expired", "cancelled",
+    ]  # fmt: skip
+
+
+def test_an_aborted_hold_gives_its_bandwidth_back(service, runner, alice, clock):
+    idle = free_mbps(service)
+    made = hold(service, alice)
+    assert service.abort(alice.user, made.id).state == State.CANCELLED
+    assert free_mbps(service) == idle
+    with pytest.raises(ConflictError):
+        service.abort(alice.user, made.id)
+    with pytest.raises(ConflictError):
+        service.commit(alice.user, made.id)
+
+
+def test_a_circuit_not_asked_up_is_never_set_up_and_its_slot_passes(
+    service, runner, driver, alice, clock
+):
+    made = hold(service, alice, provision=False)
+    service.commit(alice.user, made.id)
+    clock.advance(hours=2)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.SCHEDULED
+    clock.advance(hours=1)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FINISHED
+    assert driver.calls == []
+
+
+def test_provision_and_release_bring_the_circuit_up_and_down_within_the_slot(
+    service, runner, driver, alice, clock
+):
+    made = hold(service, alice, provision=False)
+    with pytest.raises(ConflictError, match="commit"):
+        service.want_up(alice.user, made.id, True)
+    service.commit(alice.user, made.id)
+    clock.advance(hours=1, minutes=10)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.SCHEDULED
+    service.want_up(alice.user, made.id, True)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.ACTIVE
+    assert service.want_up(alice.user, made.id, False).state == State.RELEASING
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.SCHEDULED  # down, still reserved
+    service.want_up(alice.user, made.id, True)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.ACTIVE
+    clock.advance(hours=2)
+    settle(runner)
+    assert service.get(alice.user, made.id).state == State.FINISHED
+    assert driver.calls == [
+        ("provision", made.id), ("release", made.id), ("provision", made.id), ("release", made.id)
+    ]  # fmt: skip

@@ -14,6 +14,7 @@ import typer
 
 from longhaul.cli.common import console, fail, note
 from longhaul.control import drivers
+from longhaul.control.nsi.stp import URN_PREFIX
 from longhaul.control.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 from longhaul.db.location import data_dir, database_url
 from longhaul.topology import usn
@@ -96,6 +97,22 @@ def serve(
             dir_okay=False,
         ),
     ] = None,
+    nsi_network: Annotated[
+        str | None,
+        typer.Option(
+            help="This domain's NSI network identifier, urn:ogf:network:DOMAIN:YEAR:NAME; "
+            "its STPs are this and a node, site or node:port. Default: "
+            "urn:ogf:network:longhaul.local:2026:TOPOLOGY-NAME.",
+        ),
+    ] = None,
+    nsi_hold: Annotated[
+        float,
+        typer.Option(
+            help="Seconds an NSI reserve holds its bandwidth before a reserve-commit "
+            "(then it times out and gives it back).",
+            min=1,
+        ),
+    ] = 120.0,
 ) -> None:
     """Run the reservation service: the API, the web page and the job runner."""
     folder = home or data_dir()
@@ -115,7 +132,11 @@ def serve(
         devices_file=devices,
         open_metrics=open_metrics,
         rate_limit_per_s=rate_limit,
+        nsi_network=nsi_network,
+        nsi_hold_s=nsi_hold,
     )
+    if nsi_network is not None and not nsi_network.startswith(URN_PREFIX):
+        fail(f"--nsi-network must start {URN_PREFIX!r}, e.g. {URN_PREFIX}ornl.gov:2026:usn")
     if client_ca is not None and not tls:
         fail("--client-ca needs --tls")
     drivers.create(driver, usn(), settings)  # fail now, not at the first reservation

@@ -7,6 +7,13 @@
     failed ─retry_provision→ provisioning   failed ─retry_release→ releasing
     failed ─clear→ cancelled                scheduled ─missed→ failed
 
+Two-phase reservation (NSI CS v2, GFD.212 §4.3.1) and provision/release (§4.3.2):
+
+    requested ─hold→ held ─commit→ scheduled     held ─abort, cancel→ cancelled
+    held ─hold_expired→ expired ─abort, commit, cancel→ cancelled
+    provisioning, active ─release→ releasing ─released_idle→ scheduled
+    scheduled ─passed→ finished   (its slot ended with the circuit never asked up)
+
 Every change of state goes through `next_state`, which refuses what the table does not
 allow. Which event to fire (a release after a cancel ends in `cancelled`; a retry
 repeats what failed) is the service's choice; the table only says where each leads.
@@ -26,6 +33,10 @@ class State(StrEnum):
     FINISHED = "finished"
     CANCELLED = "cancelled"
     FAILED = "failed"
+    HELD = "held"
+    """Admitted and holding its bandwidth until committed, aborted or the hold times out."""
+    EXPIRED = "expired"
+    """Its hold timed out uncommitted: it holds nothing and waits to be aborted."""
 
 
 class Event(StrEnum):
@@ -44,6 +55,15 @@ class Event(StrEnum):
     RETRY_RELEASE = "retry_release"
     CLEAR = "clear"
     """An admin states the network holds nothing for it any more."""
+    HOLD = "hold"
+    COMMIT = "commit"
+    ABORT = "abort"
+    HOLD_EXPIRED = "hold_expired"
+    RELEASE = "release"
+    """The circuit is no longer wanted up, though the reservation stays (NSI's release)."""
+    RELEASED_IDLE = "released_idle"
+    PASSED = "passed"
+    """Its slot ended while its circuit was not wanted up: nothing to tear down."""
 
 
 TRANSITIONS: dict[tuple[State, Event], State] = {
@@ -65,11 +85,24 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.FAILED, Event.RETRY_RELEASE): State.RELEASING,
     (State.FAILED, Event.CANCEL): State.RELEASING,
     (State.FAILED, Event.CLEAR): State.CANCELLED,
+    (State.REQUESTED, Event.HOLD): State.HELD,
+    (State.HELD, Event.COMMIT): State.SCHEDULED,
+    (State.HELD, Event.ABORT): State.CANCELLED,
+    (State.HELD, Event.CANCEL): State.CANCELLED,
+    (State.HELD, Event.HOLD_EXPIRED): State.EXPIRED,
+    (State.EXPIRED, Event.ABORT): State.CANCELLED,
+    (State.EXPIRED, Event.COMMIT): State.CANCELLED,  # reserveCommitFailed: nothing is held
+    (State.EXPIRED, Event.CANCEL): State.CANCELLED,
+    (State.PROVISIONING, Event.RELEASE): State.RELEASING,
+    (State.ACTIVE, Event.RELEASE): State.RELEASING,
+    (State.RELEASING, Event.RELEASED_IDLE): State.SCHEDULED,
+    (State.SCHEDULED, Event.PASSED): State.FINISHED,
 }
 
 HOLDS_BANDWIDTH = frozenset(
     {
         State.REQUESTED,
+        State.HELD,
         State.SCHEDULED,
         State.PROVISIONING,
         State.ACTIVE,

@@ -40,6 +40,12 @@ class ReservationRequest:
     idempotency_key: str | None = None
     """When given, the same request with the same key within the service's idempotency
     window answers the reservation the first one made instead of making another."""
+    hold: timedelta | None = None
+    """Admit it `held` for this long: its bandwidth is kept for it until a commit, an
+    abort or the hold's timeout (NSI's two-phase reserve). None: scheduled at once."""
+    provision: bool = True
+    """Whether its circuit is to be set up when its slot begins; False until a provision
+    request (NSI's provision and release)."""
 
     def fingerprint(self) -> str:
         """What identifies the request, beside its key: every field but the key."""
@@ -54,6 +60,8 @@ class ReservationRequest:
             "route": None if self.route is None else list(self.route),
             "loop": self.loop,
             "description": self.description,
+            "hold_s": None if self.hold is None else self.hold.total_seconds(),
+            "provision": self.provision,
         }
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 

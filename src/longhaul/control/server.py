@@ -23,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from longhaul.control import drivers
 from longhaul.control.api.app import create_app
 from longhaul.control.jobs import JobRunner
+from longhaul.control.nsi.provider import Provider, default_network
 from longhaul.control.policy import Policy
 from longhaul.control.service import Service
 from longhaul.control.settings import Settings
@@ -51,6 +52,11 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
         settings.threads,
         open_metrics=settings.open_metrics,
         rate_limit_per_s=settings.rate_limit_per_s,
+        nsi=Provider(
+            service,
+            settings.nsi_network or default_network(topology),
+            timedelta(seconds=settings.nsi_hold_s),
+        ),
     )
     return service, runner, app
 

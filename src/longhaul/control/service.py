@@ -124,13 +124,19 @@ class Service:
         (see `create_or_replay`)."""
         return self.create_or_replay(actor, request).reservation
 
-    def create_or_replay(self, actor: User, request: ReservationRequest) -> Created:
+    def create_or_replay(
+        self,
+        actor: User,
+        request: ReservationRequest,
+        also: Callable[[Session, Reservation], None] | None = None,
+    ) -> Created:
         """Admit and store a reservation, or raise `UnavailableError` saying what would fit;
         or, for a request whose idempotency key the user sent with the same request before,
         the reservation that one made (a key sent with another request is an InputError).
 
         All that needs no lock is done first; inside the write transaction (which every
-        other writer waits for) only the query and two INSERTs remain.
+        other writer waits for) only the query and two INSERTs remain. `also` runs in that
+        transaction with the new reservation, to store what names it (an NSI connection).
         """
         now = self.clock()
         checked = requests.check(request, now, self.topology)
@@ -141,7 +147,8 @@ class Service:
         )
         limits = self.policy.limits(actor.name, actor.role)
         policy.check(limits, request.bandwidth_mbps, duration, timedelta(0), 0)
-        admitted = next_state(State.REQUESTED, Event.ADMIT)
+        admitted = next_state(State.REQUESTED, Event.ADMIT if request.hold is None else Event.HOLD)
+        held_until = None if request.hold is None else now + request.hold
         with self.db.write() as session:
             if request.idempotency_key is not None:
                 earlier = self._earlier(session, actor, request, now)
@@ -188,6 +195,8 @@ class Service:
                 "version": 1,
                 "description": request.description,
                 "cancelled_at": None,
+                "held_until": held_until,
+                "provision": request.provision,
                 "changed_in": self.ledger.pending_generation(session),
                 "created_at": now,
                 "updated_at": now,
@@ -199,6 +208,8 @@ class Service:
             reservation.owner = actor  # transient: it is only read, for the answer
             self.ledger.changed(session, reservation)
             why = f"admitted on {path.hop_count} hops"
+            if held_until is not None:
+                why = f"held on {path.hop_count} hops until {format_instant(held_until)}"
             session.execute(
                 insert(STATE_CHANGES),
                 [
@@ -218,7 +229,9 @@ class Service:
                         created_at=now,
                     )
                 )
-        self.on_change(reservation.start)
+            if also is not None:
+                also(session, reservation)
+        self.on_change(reservation.start if held_until is None else held_until)
         return Created(reservation, replayed=False)
 
     def _active(self, session: Session, actor: User) -> int:
@@ -300,7 +313,7 @@ class Service:
             state = State(reservation.state)
             if change.version is not None and change.version != reservation.version:
                 raise StaleVersionError(reservation_id, reservation.version, change.version)
-            if state in ENDED or state in (State.RELEASING, State.FAILED):
+            if state in ENDED or state in (State.RELEASING, State.FAILED, State.EXPIRED):
                 raise ConflictError(f"a {state.value} reservation cannot be modified")
             end = change.end or reservation.end
             mbps = change.bandwidth_mbps or reservation.bandwidth_mbps
@@ -411,6 +424,61 @@ class Service:
             self.transitions.fire(
                 session, reservation, Event.CLEAR, "cleared by an admin", actor.name
             )
+        return reservation
+
+    # -- two phases, and the circuit wanted up or not (NSI) ---------------------------------
+
+    def commit(self, actor: User, reservation_id: int) -> Reservation:
+        """Keep a held reservation: it is scheduled like any other. A hold that timed out
+        cannot be committed: it is ended, and `ConflictError` says so."""
+        with self.db.write() as session:
+            reservation = self._load(session, actor, reservation_id)
+            state = State(reservation.state)
+            if state not in (State.HELD, State.EXPIRED):
+                raise ConflictError(f"only a held reservation can be committed; it is {state}")
+            if state is State.HELD:
+                reservation.held_until = None  # which is how a commit is known later
+            why = "committed" if state is State.HELD else "commit after the hold timed out"
+            self.transitions.fire(session, reservation, Event.COMMIT, why, actor.name)
+        if state is State.EXPIRED:
+            raise ConflictError(
+                f"reservation {reservation_id}'s hold timed out before the commit; "
+                "nothing is held for it any more: reserve again"
+            )
+        self.on_change(reservation.start)
+        return reservation
+
+    def abort(self, actor: User, reservation_id: int) -> Reservation:
+        """Give back what a held reservation holds (or acknowledge a hold that timed out)."""
+        with self.db.write() as session:
+            reservation = self._load(session, actor, reservation_id)
+            state = State(reservation.state)
+            if state not in (State.HELD, State.EXPIRED):
+                raise ConflictError(f"only a held reservation can be aborted; it is {state}")
+            self.transitions.fire(session, reservation, Event.ABORT, "aborted", actor.name)
+        return reservation
+
+    def want_up(self, actor: User, reservation_id: int, wanted: bool) -> Reservation:
+        """Ask for the circuit to be up during the slot (NSI's provision), or not (its
+        release: a circuit that is up is torn down, and the reservation stays)."""
+        with self.db.write() as session:
+            reservation = self._load(session, actor, reservation_id)
+            state = State(reservation.state)
+            if state in (State.HELD, State.EXPIRED):
+                raise ConflictError("commit the reservation before asking for its circuit")
+            if state in ENDED or state is State.FAILED:
+                raise ConflictError(f"a {state.value} reservation has no circuit to change")
+            if state is State.RELEASING and wanted:
+                raise ConflictError("its circuit is being released: ask again once it is down")
+            if reservation.provision != wanted:
+                reservation.provision = wanted
+                why = "provision asked" if wanted else "release asked"
+                if not wanted and state in CIRCUIT_UP:
+                    self.transitions.fire(session, reservation, Event.RELEASE, why, actor.name)
+                else:
+                    reservation.updated_at = self.clock()
+                    self.transitions.record(session, reservation, state, state, why, actor.name)
+        self.on_change(None)
         return reservation
 
     def _load(self, session: Session, actor: User, reservation_id: int) -> Reservation:

@@ -38,6 +38,11 @@ class Settings:
     """Each user's requests per second per process (bursts of twice it); None: unlimited."""
     policy_file: Path | None = None
     """Each role's and user's limits (TOML, see control.policy); the defaults when None."""
+    nsi_network: str | None = None
+    """This domain's NSI network identifier (`urn:ogf:network:...`); None: one made of the
+    topology's name (`nsi.provider.default_network`)."""
+    nsi_hold_s: float = 120.0
+    """How long an NSI reserve holds its bandwidth uncommitted (`nsi.provider.DEFAULT_HOLD`)."""
     devices_file: Path | None = None
     """Where the `cli` driver finds the switches and signs in (TOML, see
     control.devices.inventory); `longhaul devices serve` writes one."""

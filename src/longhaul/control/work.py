@@ -10,9 +10,10 @@ and the driver is called between two, outside any.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import and_, func, or_, select
 
 from longhaul.control.db import Reservation
 from longhaul.control.drivers import Circuit, Driver
@@ -28,13 +29,35 @@ LATE = timedelta(seconds=2)
 """A runner that is up starts circuits within milliseconds; later than this, it was not."""
 
 
+@dataclass(frozen=True)
+class Timing:
+    """What of a reservation decides which job is due."""
+
+    state: State
+    start: datetime
+    end: datetime
+    held_until: datetime | None = None
+    provision: bool = True
+    """Whether its circuit is wanted up during the slot (NSI's provision and release)."""
+
+    @classmethod
+    def of(cls, reservation: Reservation) -> Timing:
+        return cls(
+            State(reservation.state),
+            reservation.start,
+            reservation.end,
+            reservation.held_until,
+            reservation.provision,
+        )
+
+
 class Job:
     """One kind of work on a reservation. Jobs hold no state: the reservation does."""
 
     name = ""
     calls_driver = True
 
-    def is_due(self, state: State, start: datetime, end: datetime, now: datetime) -> bool:
+    def is_due(self, t: Timing, now: datetime) -> bool:
         raise NotImplementedError
 
     def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str] | None:
@@ -61,8 +84,8 @@ class Missed(Job):
     name = "missed"
     calls_driver = False
 
-    def is_due(self, state: State, start: datetime, end: datetime, now: datetime) -> bool:
-        return state is State.SCHEDULED and end <= now
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        return t.state is State.SCHEDULED and t.provision and t.end <= now
 
     def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str]:
         return Event.MISSED, "its slot passed while longhaul was down"
@@ -71,10 +94,10 @@ class Missed(Job):
 class Provision(Job):
     name = "provision"
 
-    def is_due(self, state: State, start: datetime, end: datetime, now: datetime) -> bool:
-        if state is State.SCHEDULED:
-            return start <= now < end
-        return state is State.PROVISIONING and now < end
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        if t.state is State.SCHEDULED:
+            return t.provision and t.start <= now < t.end
+        return t.state is State.PROVISIONING and now < t.end
 
     def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str] | None:
         if reservation.state != State.SCHEDULED:
@@ -97,8 +120,8 @@ class Provision(Job):
 class Release(Job):
     name = "release"
 
-    def is_due(self, state: State, start: datetime, end: datetime, now: datetime) -> bool:
-        return (state is State.ACTIVE and end <= now) or state is State.RELEASING
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        return (t.state is State.ACTIVE and t.end <= now) or t.state is State.RELEASING
 
     def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str] | None:
         if reservation.state != State.ACTIVE:
@@ -115,6 +138,9 @@ class Release(Job):
             return Event.RELEASE_FAILED
         if reservation.cancelled_at is not None:
             return Event.RELEASED_CANCELLED
+        if not reservation.provision:
+            # NSI's release: down, and still reserved (`Passed` ends it if its slot has).
+            return Event.RELEASED_IDLE
         return Event.RELEASED
 
 
@@ -123,20 +149,48 @@ class EndWhileProvisioning(Release):
 
     name = "end"
 
-    def is_due(self, state: State, start: datetime, end: datetime, now: datetime) -> bool:
-        return state is State.PROVISIONING and end <= now
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        return t.state is State.PROVISIONING and t.end <= now
 
     def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str]:
         return Event.END, "its slot ended while provisioning"
 
 
+class HoldExpired(Job):
+    """A held reservation nobody committed in time gives its bandwidth back (NSI's
+    reserveTimeout, GFD.212 §4.3.1); it then waits for the requester's abort."""
+
+    name = "hold_expired"
+    calls_driver = False
+
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        return t.state is State.HELD and t.held_until is not None and t.held_until <= now
+
+    def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str]:
+        return Event.HOLD_EXPIRED, "held, and not committed before the hold timed out"
+
+
+class Passed(Job):
+    """A slot that ended with its circuit never asked up: nothing to tear down."""
+
+    name = "passed"
+    calls_driver = False
+
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        return t.state is State.SCHEDULED and not t.provision and t.end <= now
+
+    def beginning(self, reservation: Reservation, now: datetime) -> tuple[Event, str]:
+        return Event.PASSED, "its slot ended; its circuit was not asked up"
+
+
 MISSED, PROVISION, RELEASE, END = Missed(), Provision(), Release(), EndWhileProvisioning()
-JOBS: tuple[Job, ...] = (MISSED, PROVISION, RELEASE, END)
+HOLD_EXPIRED, PASSED = HoldExpired(), Passed()
+JOBS: tuple[Job, ...] = (MISSED, PROVISION, RELEASE, END, HOLD_EXPIRED, PASSED)
 """Every kind of job; at most one is due for a reservation at any instant."""
 
 
-def due_job(state: State, start: datetime, end: datetime, now: datetime) -> Job | None:
-    return next((job for job in JOBS if job.is_due(state, start, end, now)), None)
+def due_job(timing: Timing, now: datetime) -> Job | None:
+    return next((job for job in JOBS if job.is_due(timing, now)), None)
 
 
 class Work:
@@ -154,36 +208,39 @@ class Work:
     def due(self, now: datetime, busy: set[int]) -> list[tuple[int, Job]]:
         """(reservation id, job) for everything due at `now`, except reservations in `busy`."""
         due_states = [State.SCHEDULED, State.PROVISIONING, State.ACTIVE, State.RELEASING]
-        query = select(Reservation.id, Reservation.state, Reservation.start, Reservation.end).where(
-            Reservation.state.in_([s.value for s in due_states]),
+        r = Reservation
+        query = select(r.id, r.state, r.start, r.end, r.held_until, r.provision).where(
             or_(
-                Reservation.state.in_([State.PROVISIONING.value, State.RELEASING.value]),
-                Reservation.start <= now,
+                r.state.in_([State.PROVISIONING.value, State.RELEASING.value]),
+                and_(r.state.in_([s.value for s in due_states]), r.start <= now),
+                and_(r.state == State.HELD.value, r.held_until <= now),
             ),
         )
         jobs = []
         with self.db.read() as session:
-            for rid, state, start, end in session.execute(query):
-                job = due_job(State(state), start, end, now)
+            for rid, state, start, end, held_until, provision in session.execute(query):
+                job = due_job(Timing(State(state), start, end, held_until, provision), now)
                 if job is not None and rid not in busy:
                     jobs.append((rid, job))
         return jobs
 
     def next_due(self, now: datetime) -> datetime | None:
-        """The next instant something becomes due (a start, or an end) after `now`."""
+        """The next instant something becomes due (a start, an end, a hold's timeout)
+        after `now`."""
+        r = Reservation
+        ending = [State.ACTIVE.value, State.PROVISIONING.value, State.SCHEDULED.value]
         with self.db.read() as session:
             starts = session.scalar(
-                select(func.min(Reservation.start)).where(
-                    Reservation.state == State.SCHEDULED.value, Reservation.start > now
+                select(func.min(r.start)).where(r.state == State.SCHEDULED.value, r.start > now)
+            )
+            # A scheduled one's end matters when its circuit is not wanted up (`Passed`).
+            ends = session.scalar(select(func.min(r.end)).where(r.state.in_(ending), r.end > now))
+            holds = session.scalar(
+                select(func.min(r.held_until)).where(
+                    r.state == State.HELD.value, r.held_until > now
                 )
             )
-            ends = session.scalar(
-                select(func.min(Reservation.end)).where(
-                    Reservation.state.in_([State.ACTIVE.value, State.PROVISIONING.value]),
-                    Reservation.end > now,
-                )
-            )
-        found = [t for t in (starts, ends) if t is not None]
+        found = [t for t in (starts, ends, holds) if t is not None]
         return min(found) if found else None
 
     def begin(self, reservation_id: int, job: Job) -> Circuit | None:
@@ -194,8 +251,7 @@ class Work:
             reservation = session.get(Reservation, reservation_id)
             if reservation is None:
                 return None
-            state = State(reservation.state)
-            if due_job(state, reservation.start, reservation.end, now) is not job:
+            if due_job(Timing.of(reservation), now) is not job:
                 return None
             beginning = job.beginning(reservation, now)
             if beginning is not None:

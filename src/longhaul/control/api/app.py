@@ -20,12 +20,14 @@ from longhaul.control.api import problems
 from longhaul.control.api.auditing import AuditMiddleware
 from longhaul.control.api.auth import BEARER, authenticate
 from longhaul.control.api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
+from longhaul.control.api.nsi import router as nsi_routes
 from longhaul.control.api.ratelimit import TokenBuckets
 from longhaul.control.api.routes import router
 from longhaul.control.api.schemas import Health
 from longhaul.control.api.users import router as users
 from longhaul.control.errors import ForbiddenError
 from longhaul.control.jobs import JobRunner
+from longhaul.control.nsi.provider import Provider, default_network
 from longhaul.control.service import Service
 from longhaul.control.web.pages import router as pages
 from longhaul.control.web.pages import static
@@ -42,10 +44,12 @@ def create_app(
     threads: int = DEFAULT_THREADS,
     open_metrics: bool = False,
     rate_limit_per_s: float | None = None,
+    nsi: Provider | None = None,
 ) -> FastAPI:
     """The app for `service`; `runner`, if given, runs while the app does. `/metrics`
     needs an admin's or a metrics reader's token unless `open_metrics`; with
-    `rate_limit_per_s`, each user's requests are limited to that (bursts of twice it)."""
+    `rate_limit_per_s`, each user's requests are limited to that (bursts of twice it).
+    `nsi` is the domain's NSI provider; by default one named after the topology."""
 
     audit_writer = audit_log.Writer(service.db)
 
@@ -78,6 +82,7 @@ def create_app(
         openapi_url="/api/v1/openapi.json",
     )
     app.state.service = service
+    app.state.nsi = Provider(service, default_network(service.topology)) if nsi is None else nsi
     app.state.audit_writer = audit_writer
     app.state.rate_limit = None if rate_limit_per_s is None else TokenBuckets(rate_limit_per_s)
     # Swagger UI from fastapi-swagger's copy, not FastAPI's default CDN.
@@ -95,6 +100,7 @@ def create_app(
     problems.install(app)
     app.include_router(router)
     app.include_router(users)
+    app.include_router(nsi_routes)
     app.include_router(pages)
     app.mount("/static", static, name="static")
 

@@ -46,7 +46,7 @@ router = APIRouter(prefix="/api/v1")
 # 501-581 on the loop (three runs each), the threads' turns at the interpreter lock
 # costing more than the work. What may wait long goes to a worker thread instead: a
 # change to a circuit that is up, which waits for its devices inside the write
-# transaction, and every write while such a change is under way (`_in_turn`).
+# transaction, and every write while such a change is under way (`in_turn`).
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -63,7 +63,7 @@ class _DeviceChanges:
 _DEVICE_CHANGES = _DeviceChanges()
 
 
-async def _in_turn(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+async def in_turn(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """`call` on the event loop, or in a worker thread while a device change may be
     holding the write lock (for as long as the device takes to answer)."""
     if _DEVICE_CHANGES.waiting:
@@ -262,7 +262,7 @@ async def create_reservation(
         description=body.description,
         idempotency_key=idempotency_key,
     )
-    created = await _in_turn(service.create_or_replay, user, request)
+    created = await in_turn(service.create_or_replay, user, request)
     reservation = created.reservation
     response.headers["Location"] = f"/api/v1/reservations/{reservation.id}"
     if created.replayed:
@@ -315,7 +315,7 @@ async def modify_reservation(
     if State(service.get(user, reservation_id).state) in CIRCUIT_UP:
         changed = await _device_change(service.modify, user, reservation_id, change)
     else:
-        changed = await _in_turn(service.modify, user, reservation_id, change)
+        changed = await in_turn(service.modify, user, reservation_id, change)
     return _tagged(service, changed, response)
 
 
@@ -329,7 +329,7 @@ async def cancel_reservation(
 ) -> ReservationOut:
     """Cancel, in any state: before its start it is simply cancelled; after, torn down first."""
     version = _matched_version(service, user, reservation_id, if_match, None)
-    cancelled = await _in_turn(service.cancel, user, reservation_id, version)
+    cancelled = await in_turn(service.cancel, user, reservation_id, version)
     return _tagged(service, cancelled, response)
 
 
@@ -338,7 +338,7 @@ async def retry_reservation(
     user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
 ) -> ReservationOut:
     """Repeat what failed (provisioning or releasing)."""
-    return _out(service, await _in_turn(service.retry, user, reservation_id))
+    return _out(service, await in_turn(service.retry, user, reservation_id))
 
 
 @router.post("/reservations/{reservation_id}/clear", tags=["reservations"])
@@ -346,7 +346,7 @@ async def clear_reservation(
     user: CurrentUser, service: ServiceDep, reservation_id: ReservationId
 ) -> ReservationOut:
     """Admins: declare a failed reservation holds nothing in the network any more."""
-    return _out(service, await _in_turn(service.clear, user, reservation_id))
+    return _out(service, await in_turn(service.clear, user, reservation_id))
 
 
 @router.get("/reservations/{reservation_id}/history", tags=["reservations"])

@@ -104,6 +104,11 @@ class ReservationOut(BaseModel):
     version: int
     description: str
     cancelled_at: datetime | None
+    held_until: datetime | None
+    """When a held reservation's hold times out (kept after an abort or a timeout)."""
+    provision: bool
+    """Whether its circuit is to be up during its slot (False for an NSI connection until
+    it is provisioned)."""
     created_at: datetime
     updated_at: datetime
 
@@ -123,6 +128,8 @@ class ReservationOut(BaseModel):
             version=reservation.version,
             description=reservation.description,
             cancelled_at=reservation.cancelled_at,
+            held_until=reservation.held_until,
+            provision=reservation.provision,
             created_at=reservation.created_at,
             updated_at=reservation.updated_at,
         )

@@ -12,6 +12,7 @@ from typing import cast
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     ForeignKey,
     Index,
     Integer,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -82,6 +84,12 @@ class Reservation(Base):
     """The ledger generation at which this reservation's bookings last changed."""
     cancelled_at: Mapped[datetime | None]
     """When a cancel was asked for: a teardown then ends in `cancelled`, not `finished`."""
+    held_until: Mapped[datetime | None]
+    """When a hold times out if not committed (NSI's two-phase reserve). The commit clears
+    it; after an abort or a timeout it stays: so None means admitted or committed."""
+    provision: Mapped[bool] = mapped_column(Boolean, server_default=true(), default=True)
+    """Whether its circuit is to be up during its slot. longhaul's own reservations always
+    are; an NSI connection's only between a provision and a release request."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -147,6 +155,25 @@ class AuditEvent(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class NsiConnection(Base):
+    """An NSI CS v2 connection this domain provides: a name for one reservation, which
+    carries its bandwidth and its life. Its NSI states are read off the reservation
+    (`longhaul.control.nsi.states`); only what the reservation cannot tell is kept here."""
+
+    __tablename__ = "nsi_connections"
+
+    connection_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"), unique=True)
+    global_reservation_id: Mapped[str] = mapped_column(String(255), default="")
+    requester_nsa: Mapped[str] = mapped_column(String(255), default="")
+    source_stp: Mapped[str] = mapped_column(String(512))
+    dest_stp: Mapped[str] = mapped_column(String(512))
+    terminated_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+
+    reservation: Mapped[Reservation] = relationship(lazy="joined")
+
+
 # The tables themselves, for plain (Core) statements on hot paths: naming the entity
 # instead would send them through the ORM's slower bulk machinery.
 RESERVATIONS = cast(Table, Reservation.__table__)
@@ -154,3 +181,4 @@ STATE_CHANGES = cast(Table, StateChange.__table__)
 LEDGER = cast(Table, Ledger.__table__)
 AUDIT_EVENTS = cast(Table, AuditEvent.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
+NSI_CONNECTIONS = cast(Table, NsiConnection.__table__)

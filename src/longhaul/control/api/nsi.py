@@ -1,0 +1,147 @@
+"""`/api/v1/nsi/connections`: this domain's NSI CS v2 provider as REST.
+
+Each NSI request (GFD.212 §4.1) is a POST on the connection, answered when done: the
+confirmation is the 200 answer, a failure a problem+json (409 for a request its state
+does not allow, and for a reserve that does not fit, with what would).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import AwareDatetime, BaseModel, Field
+
+from longhaul.control.api.auth import CurrentUser
+from longhaul.control.api.routes import in_turn
+from longhaul.control.api.schemas import MAX_MBPS, _In
+from longhaul.control.db import User
+from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
+
+router = APIRouter(prefix="/api/v1/nsi", tags=["nsi"])
+
+Urn = Field(min_length=16, max_length=512, pattern=r"^urn:ogf:network:[\x21-\x7e]+$")
+
+
+class ReserveIn(_In):
+    """A reserve: hold `capacity_mbps` between two STPs of this network from `start_time`
+    (now if not given) to `end_time`, until a reserve-commit, a reserve-abort or the hold
+    timeout."""
+
+    source_stp: str = Urn
+    dest_stp: str = Urn
+    capacity_mbps: int = Field(gt=0, le=MAX_MBPS, strict=True)
+    start_time: AwareDatetime | None = None
+    end_time: AwareDatetime
+    global_reservation_id: str = Field(default="", max_length=255)
+    description: str = Field(default="", max_length=1000)
+    requester_nsa: str = Field(default="", max_length=255)
+
+
+class ConnectionOut(BaseModel):
+    connection_id: str
+    global_reservation_id: str
+    requester_nsa: str
+    source_stp: str
+    dest_stp: str
+    capacity_mbps: int
+    start_time: datetime
+    end_time: datetime
+    reservation_state: str
+    provision_state: str | None
+    """None until the first commit: the provision state machine starts then."""
+    lifecycle_state: str
+    data_plane_active: bool
+    reservation_id: int
+    """The longhaul reservation that carries it (`/api/v1/reservations/{id}`)."""
+    held_until: datetime | None
+
+    @classmethod
+    def of(cls, connection: Connection) -> ConnectionOut:
+        reservation, states = connection.reservation, connection.states
+        return cls(
+            connection_id=connection.connection_id,
+            global_reservation_id=connection.global_reservation_id,
+            requester_nsa=connection.requester_nsa,
+            source_stp=connection.source_stp,
+            dest_stp=connection.dest_stp,
+            capacity_mbps=reservation.bandwidth_mbps,
+            start_time=reservation.start,
+            end_time=reservation.end,
+            reservation_state=states.reservation.value,
+            provision_state=None if states.provision is None else states.provision.value,
+            lifecycle_state=states.lifecycle.value,
+            data_plane_active=states.data_plane_active,
+            reservation_id=reservation.id,
+            held_until=reservation.held_until if states.provision is None else None,
+        )
+
+
+async def _provider(request: Request) -> Provider:
+    provider: Provider = request.app.state.nsi
+    return provider
+
+
+ProviderDep = Annotated[Provider, Depends(_provider)]
+ConnectionId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9-]+$")]
+
+
+@router.post("/connections", status_code=201)
+async def reserve(user: CurrentUser, nsi: ProviderDep, body: ReserveIn) -> ConnectionOut:
+    """NSI reserve: held until committed, aborted, or the hold times out."""
+    asked = ReserveRequest(
+        source_stp=body.source_stp,
+        dest_stp=body.dest_stp,
+        capacity_mbps=body.capacity_mbps,
+        start=body.start_time,
+        end=body.end_time,
+        global_reservation_id=body.global_reservation_id,
+        description=body.description,
+        requester_nsa=body.requester_nsa,
+    )
+    return ConnectionOut.of(await in_turn(nsi.reserve, user, asked))
+
+
+@router.get("/connections")
+async def connections(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> list[ConnectionOut]:
+    """Your connections (an admin's: everyone's), oldest first (NSI querySummary)."""
+    return [ConnectionOut.of(c) for c in nsi.connections(user, limit, offset)]
+
+
+@router.get("/connections/{connection_id}")
+async def connection(
+    user: CurrentUser, nsi: ProviderDep, connection_id: ConnectionId
+) -> ConnectionOut:
+    return ConnectionOut.of(nsi.get(user, connection_id))
+
+
+def _request(
+    name: str, doc: str, call: Callable[[Provider], Callable[[User, str], Connection]]
+) -> None:
+    async def endpoint(
+        user: CurrentUser, nsi: ProviderDep, connection_id: ConnectionId
+    ) -> ConnectionOut:
+        return ConnectionOut.of(await in_turn(call(nsi), user, connection_id))
+
+    endpoint.__doc__ = doc
+    router.post(f"/connections/{{connection_id}}/{name}", name=name)(endpoint)
+
+
+_request("reserve-commit", "NSI reserveCommit: keep what is held.", lambda p: p.commit)
+_request("reserve-abort", "NSI reserveAbort: give back what is held.", lambda p: p.abort)
+_request("provision", "NSI provision: the circuit is up during the slot.", lambda p: p.provision)
+_request(
+    "release", "NSI release: the circuit goes down, the reservation stays.", lambda p: p.release
+)
+_request(
+    "terminate",
+    "NSI terminate: end the connection, tearing down what is up.",
+    lambda p: p.terminate,
+)

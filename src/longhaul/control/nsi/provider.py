@@ -1,0 +1,185 @@
+"""This domain's NSI CS v2 provider: connections over longhaul reservations.
+
+Each NSI request is one of the service's own operations on the connection's
+reservation, so admission, policy, the ledger and the job runner are the same for both:
+
+| NSI (GFD.212 §4.1) | longhaul |
+|---|---|
+| reserve | admit `held` until the hold timeout, circuit not wanted up |
+| reserveCommit / reserveAbort | `commit` / `abort` |
+| reserveTimeout (provider-side) | the job runner's `hold_expired` |
+| provision / release | circuit wanted up during the slot, or not (`want_up`) |
+| terminate | `cancel`, tearing down what is up |
+
+A reserve that does not fit is refused with what would fit and leaves nothing behind
+(no connection is created in ReserveFailed to be aborted later: the synchronous answer
+is the failure).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from longhaul.control.db import NSI_CONNECTIONS, NsiConnection, Reservation, User
+from longhaul.control.errors import ConflictError, NotFoundError
+from longhaul.control.lifecycle import ENDED, State
+from longhaul.control.nsi.states import ConnectionStates, LifecycleState, observe
+from longhaul.control.nsi.stp import parse_stp
+from longhaul.control.requests import ReservationRequest
+from longhaul.control.service import Service
+from longhaul.topology import Topology
+
+DEFAULT_HOLD = timedelta(seconds=120)
+"""How long a reserve holds its bandwidth uncommitted: two minutes, the value the NSI
+working group recommends (OpenNSA's `TPC_TIMEOUT`, `backends/common/genericbackend.py`)."""
+
+
+def default_network(topology: Topology) -> str:
+    """An NSI network identifier for a domain that was given none: its topology's name
+    under `longhaul.local` (a real domain names itself under its own DNS name)."""
+    return f"urn:ogf:network:longhaul.local:2026:{topology.name}"
+
+
+@dataclass(frozen=True)
+class ReserveRequest:
+    source_stp: str
+    dest_stp: str
+    capacity_mbps: int
+    end: datetime
+    start: datetime | None = None
+    """None: now."""
+    global_reservation_id: str = ""
+    description: str = ""
+    requester_nsa: str = ""
+
+
+@dataclass(frozen=True)
+class Connection:
+    connection_id: str
+    global_reservation_id: str
+    requester_nsa: str
+    source_stp: str
+    dest_stp: str
+    reservation: Reservation
+    states: ConnectionStates
+
+
+class Provider:
+    def __init__(self, service: Service, network: str, hold: timedelta = DEFAULT_HOLD) -> None:
+        self.service = service
+        self.network = network
+        """This domain's NSI network identifier, `urn:ogf:network:...`."""
+        self.hold = hold
+
+    def reserve(self, actor: User, request: ReserveRequest) -> Connection:
+        """Hold the bandwidth between two STPs of this network; `UnavailableError` (with
+        what would fit) when it is not free."""
+        src = parse_stp(request.source_stp, "source_stp", self.network)
+        dst = parse_stp(request.dest_stp, "dest_stp", self.network)
+        connection_id = str(uuid.uuid4())
+        asked = ReservationRequest(
+            src=src.local,
+            dst=dst.local,
+            bandwidth_mbps=request.capacity_mbps,
+            start=request.start,
+            end=request.end,
+            description=request.description,
+            hold=self.hold,
+            provision=False,
+        )
+
+        def name_it(session: Session, reservation: Reservation) -> None:
+            session.execute(
+                insert(NSI_CONNECTIONS).values(
+                    connection_id=connection_id,
+                    reservation_id=reservation.id,
+                    global_reservation_id=request.global_reservation_id,
+                    requester_nsa=request.requester_nsa,
+                    source_stp=str(src),
+                    dest_stp=str(dst),
+                    terminated_at=None,
+                    created_at=self.service.clock(),
+                )
+            )
+
+        self.service.create_or_replay(actor, asked, also=name_it)
+        return self.get(actor, connection_id)
+
+    def commit(self, actor: User, connection_id: str) -> Connection:
+        self.service.commit(actor, self._reservation_id(actor, connection_id))
+        return self.get(actor, connection_id)
+
+    def abort(self, actor: User, connection_id: str) -> Connection:
+        self.service.abort(actor, self._reservation_id(actor, connection_id))
+        return self.get(actor, connection_id)
+
+    def provision(self, actor: User, connection_id: str) -> Connection:
+        self.service.want_up(actor, self._reservation_id(actor, connection_id), True)
+        return self.get(actor, connection_id)
+
+    def release(self, actor: User, connection_id: str) -> Connection:
+        self.service.want_up(actor, self._reservation_id(actor, connection_id), False)
+        return self.get(actor, connection_id)
+
+    def terminate(self, actor: User, connection_id: str) -> Connection:
+        """End the connection in any state, tearing down a circuit that is up; terminating
+        a terminated connection is refused (409)."""
+        found = self.get(actor, connection_id)
+        if found.states.lifecycle is LifecycleState.TERMINATED:
+            raise ConflictError(f"connection {connection_id} is terminated already")
+        if State(found.reservation.state) not in ENDED:
+            self.service.cancel(actor, found.reservation.id)
+        with self.service.db.write() as session:
+            session.execute(
+                update(NSI_CONNECTIONS)
+                .where(NSI_CONNECTIONS.c.connection_id == connection_id)
+                .values(terminated_at=self.service.clock())
+            )
+        return self.get(actor, connection_id)
+
+    def get(self, actor: User, connection_id: str) -> Connection:
+        with self.service.db.read() as session:
+            row = session.get(NsiConnection, connection_id)
+            if row is None or not _visible(actor, row.reservation):
+                raise NotFoundError(f"no connection {connection_id}")
+            return _connection(row)
+
+    def connections(self, actor: User, limit: int = 100, offset: int = 0) -> Sequence[Connection]:
+        query = select(NsiConnection).join(Reservation).order_by(NsiConnection.created_at)
+        if actor.role != "admin":
+            query = query.where(Reservation.owner_id == actor.id)
+        with self.service.db.read() as session:
+            rows = session.scalars(query.limit(limit).offset(offset)).unique()
+            return [_connection(row) for row in rows]
+
+    def _reservation_id(self, actor: User, connection_id: str) -> int:
+        return self.get(actor, connection_id).reservation.id
+
+
+def _visible(actor: User, reservation: Reservation) -> bool:
+    return actor.role == "admin" or reservation.owner_id == actor.id
+
+
+def _connection(row: NsiConnection) -> Connection:
+    reservation = row.reservation
+    states = observe(
+        State(reservation.state),
+        provision=reservation.provision,
+        committed=reservation.held_until is None,
+        terminated=row.terminated_at is not None,
+    )
+    return Connection(
+        connection_id=row.connection_id,
+        global_reservation_id=row.global_reservation_id,
+        requester_nsa=row.requester_nsa,
+        source_stp=row.source_stp,
+        dest_stp=row.dest_stp,
+        reservation=reservation,
+        states=states,
+    )

@@ -1,0 +1,53 @@
+"""Two-phase reservations and NSI connections: a reservation may be held until a time,
+may be wanted up or not (NSI's provision and release), and may be named by an NSI
+connection.
+
+Revision ID: 0012
+Revises: 0011
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+from longhaul.db.base import UTCDateTime
+
+revision: str = "0012"
+down_revision: str | None = "0011"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("reservations") as batch:
+        batch.add_column(sa.Column("held_until", UTCDateTime(), nullable=True))
+        batch.add_column(
+            sa.Column("provision", sa.Boolean(), nullable=False, server_default=sa.true())
+        )
+    op.create_table(
+        "nsi_connections",
+        sa.Column("connection_id", sa.String(64), primary_key=True),
+        sa.Column(
+            "reservation_id",
+            sa.Integer(),
+            sa.ForeignKey("reservations.id"),
+            nullable=False,
+            unique=True,
+        ),
+        sa.Column("global_reservation_id", sa.String(255), nullable=False),
+        sa.Column("requester_nsa", sa.String(255), nullable=False),
+        sa.Column("source_stp", sa.String(512), nullable=False),
+        sa.Column("dest_stp", sa.String(512), nullable=False),
+        sa.Column("terminated_at", UTCDateTime(), nullable=True),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("nsi_connections")
+    with op.batch_alter_table("reservations") as batch:
+        batch.drop_column("provision")
+        batch.drop_column("held_until")

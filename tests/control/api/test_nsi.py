@@ -1,0 +1,117 @@
+"""`/api/v1/nsi/connections`: NSI CS v2 requests over HTTP."""
+
+from datetime import timedelta
+
+import pytest
+
+from longhaul.control.jobs import JobRunner
+from longhaul.control.nsi.provider import default_network
+
+from ..conftest import T0
+from .conftest import auth
+
+HOUR = timedelta(hours=1)
+
+
+@pytest.fixture
+def net(service):
+    return default_network(service.topology)
+
+
+def body(net, mbps=1000, **extra):
+    return {
+        "source_stp": f"{net}:ORNL?vlan=1779",
+        "dest_stp": f"{net}:SUNNYVALE?vlan=1779-1799",
+        "capacity_mbps": mbps,
+        "start_time": (T0 + HOUR).isoformat(),
+        "end_time": (T0 + 3 * HOUR).isoformat(),
+        "global_reservation_id": "urn:uuid:0b7c6a1e-1b1c-4c7e-9d9a-1f0f2e3d4c5b",
+        **extra,
+    }
+
+
+def run_due(service):
+    runner = JobRunner(service, call_timeout_s=5)
+    try:
+        for _ in range(10):
+            started = runner.run_due()
+            if not started:
+                return
+            for future in started:
+                future.result(timeout=30)
+    finally:
+        runner.stop()
+
+
+def test_reserve_commit_provision_release_terminate(api, service, alice, clock, net):
+    made = api.post("/api/v1/nsi/connections", json=body(net), headers=auth(alice))
+    assert made.status_code == 201, made.text
+    held = made.json()
+    cid = held["connection_id"]
+    assert held["reservation_state"] == "ReserveHeld"
+    assert held["provision_state"] is None
+    assert held["lifecycle_state"] == "Created"
+    assert held["held_until"] == (T0 + timedelta(seconds=120)).isoformat().replace("+00:00", "Z")
+    assert held["dest_stp"] == f"{net}:SUNNYVALE?vlan=1779-1799"
+
+    def post(what):
+        answer = api.post(f"/api/v1/nsi/connections/{cid}/{what}", headers=auth(alice))
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    assert post("reserve-commit")["provision_state"] == "Released"
+    clock.advance(hours=1)
+    assert post("provision")["provision_state"] == "Provisioned"
+    run_due(service)
+    got = api.get(f"/api/v1/nsi/connections/{cid}", headers=auth(alice)).json()
+    assert got["data_plane_active"] is True
+    assert post("release")["provision_state"] == "Releasing"
+    run_due(service)
+    got = api.get(f"/api/v1/nsi/connections/{cid}", headers=auth(alice)).json()
+    assert (got["provision_state"], got["data_plane_active"]) == ("Released", False)
+    assert post("terminate")["lifecycle_state"] == "Terminated"
+    reservation = api.get(f"/api/v1/reservations/{got['reservation_id']}", headers=auth(alice))
+    assert reservation.json()["state"] == "cancelled"
+    listed = api.get("/api/v1/nsi/connections", headers=auth(alice)).json()
+    assert [c["connection_id"] for c in listed] == [cid]
+
+
+def test_a_request_its_state_does_not_allow_is_409(api, alice, net):
+    cid = api.post("/api/v1/nsi/connections", json=body(net), headers=auth(alice)).json()[
+        "connection_id"
+    ]
+    answer = api.post(f"/api/v1/nsi/connections/{cid}/provision", headers=auth(alice))
+    assert answer.status_code == 409
+    assert "commit" in answer.json()["detail"]
+
+
+def test_a_reserve_that_does_not_fit_is_409_with_what_would_and_leaves_nothing(api, alice, net):
+    answer = api.post("/api/v1/nsi/connections", json=body(net, mbps=20_000), headers=auth(alice))
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["suggestions"]["max_bandwidth_mbps"] == 9600
+    assert api.get("/api/v1/nsi/connections", headers=auth(alice)).json() == []
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"source_stp": "urn:ogf:network:es.net:2013:x:1"}, "source_stp"),
+        ({"dest_stp": "ORNL"}, "dest_stp"),
+        ({"capacity_mbps": True}, "capacity_mbps"),
+        ({"end_time": "2030-01-07T09:00:00"}, "end_time"),  # no zone
+    ],
+)
+def test_bad_requests_are_4xx_naming_the_field(api, alice, net, change, field):
+    answer = api.post("/api/v1/nsi/connections", json=body(net, **change), headers=auth(alice))
+    assert 400 <= answer.status_code < 500, answer.text
+    assert field in answer.text
+
+
+def test_another_users_connection_is_not_found(api, alice, bob, net):
+    cid = api.post("/api/v1/nsi/connections", json=body(net), headers=auth(alice)).json()[
+        "connection_id"
+    ]
+    for path in (f"/api/v1/nsi/connections/{cid}", f"/api/v1/nsi/connections/{cid}/terminate"):
+        call = api.get if path.endswith(cid) else api.post
+        assert call(path, headers=auth(bob)).status_code == 404
+    assert api.get("/api/v1/nsi/connections").status_code == 401
