@@ -105,6 +105,16 @@ def serve(
             "urn:ogf:network:longhaul.local:2026:TOPOLOGY-NAME.",
         ),
     ] = None,
+    nsi_peers: Annotated[
+        Path | None,
+        typer.Option(
+            help='TOML naming the peering domains (domains = "usn-peers", the shipped '
+            "demo, or a file) and, per other domain, [[peers]] network, url and token: "
+            "then a reserve between STPs of two domains is split across them.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
     nsi_hold: Annotated[
         float,
         typer.Option(
@@ -134,7 +144,12 @@ def serve(
         rate_limit_per_s=rate_limit,
         nsi_network=nsi_network,
         nsi_hold_s=nsi_hold,
+        nsi_peers_file=nsi_peers,
     )
+    if nsi_peers is not None:
+        from longhaul.control.nsi.aggregator import load_peering  # noqa: PLC0415
+
+        load_peering(nsi_peers)  # fail now, naming what is wrong
     if nsi_network is not None and not nsi_network.startswith(URN_PREFIX):
         fail(f"--nsi-network must start {URN_PREFIX!r}, e.g. {URN_PREFIX}ornl.gov:2026:usn")
     if client_ca is not None and not tls:

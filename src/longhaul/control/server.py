@@ -23,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from longhaul.control import drivers
 from longhaul.control.api.app import create_app
 from longhaul.control.jobs import JobRunner
+from longhaul.control.nsi.aggregator import load_peering
 from longhaul.control.nsi.provider import Provider, default_network
 from longhaul.control.policy import Policy
 from longhaul.control.service import Service
@@ -46,17 +47,18 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
     service = Service(db, topology, driver, policy=limits)
     leader = settings.home / "jobs.lock" if settings.workers > 1 else None
     runner = JobRunner(service, max_sleep_s=settings.job_interval_s, leader_lock=leader)
+    network = settings.nsi_network or default_network(topology)
+    provider = Provider(service, network, timedelta(seconds=settings.nsi_hold_s))
     app = create_app(
         service,
         runner,
         settings.threads,
         open_metrics=settings.open_metrics,
         rate_limit_per_s=settings.rate_limit_per_s,
-        nsi=Provider(
-            service,
-            settings.nsi_network or default_network(topology),
-            timedelta(seconds=settings.nsi_hold_s),
-        ),
+        nsi=provider,
+        nsi_peering=None
+        if settings.nsi_peers_file is None
+        else load_peering(settings.nsi_peers_file),
     )
     return service, runner, app
 

@@ -41,6 +41,9 @@ class Settings:
     nsi_network: str | None = None
     """This domain's NSI network identifier (`urn:ogf:network:...`); None: one made of the
     topology's name (`nsi.provider.default_network`)."""
+    nsi_peers_file: Path | None = None
+    """The domains this one peers with and how to reach them (TOML, see
+    `nsi.aggregator.load_peering`); None: this domain alone."""
     nsi_hold_s: float = 120.0
     """How long an NSI reserve holds its bandwidth uncommitted (`nsi.provider.DEFAULT_HOLD`)."""
     devices_file: Path | None = None
@@ -55,7 +58,14 @@ class Settings:
     @classmethod
     def from_json(cls, text: str) -> Settings:
         data = json.loads(text)
-        for key in ("topology_file", "home", "client_ca", "policy_file", "devices_file"):
+        for key in (
+            "topology_file",
+            "home",
+            "client_ca",
+            "policy_file",
+            "devices_file",
+            "nsi_peers_file",
+        ):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
         return cls(**data)

@@ -7,7 +7,7 @@ import pytest
 from longhaul.control.errors import ConflictError, NotFoundError, UnavailableError
 from longhaul.control.jobs import JobRunner
 from longhaul.control.lifecycle import State
-from longhaul.control.nsi.provider import Provider, ReserveRequest
+from longhaul.control.nsi.provider import Provider, ReserveRequest, VlanUnavailableError
 from longhaul.control.nsi.states import LifecycleState, ProvisionState, ReservationState
 from longhaul.errors import InputError
 
@@ -161,3 +161,36 @@ def test_an_stp_of_another_network_is_refused(provider, alice):
     with pytest.raises(InputError, match="not an STP of this network") as caught:
         provider.reserve(alice.user, other)
     assert caught.value.field == "dest_stp"
+
+
+def vlan_ask(src_vlans, dst_vlans, start=T0 + HOUR, hours=2):
+    return ReserveRequest(
+        source_stp=f"{NET}:atlanta-edge:2/1?vlan={src_vlans}",
+        dest_stp=f"{NET}:chicago-e300:1/0?vlan={dst_vlans}",
+        capacity_mbps=100,
+        start=start,
+        end=start + hours * HOUR,
+    )
+
+
+def test_each_stp_gets_the_lowest_vlan_no_one_else_uses_there(provider, alice, bob):
+    first = provider.reserve(alice.user, vlan_ask("3020-3022", "1779-1780"))
+    assert first.source_stp.endswith("atlanta-edge:2/1?vlan=3020")
+    assert first.dest_stp.endswith("chicago-e300:1/0?vlan=1779")
+    second = provider.reserve(bob.user, vlan_ask("3020-3022", "1779-1780"))
+    assert second.source_stp.endswith("?vlan=3021")
+    assert second.dest_stp.endswith("?vlan=1780")
+    # Another slot may use the same VLANs again.
+    later = provider.reserve(alice.user, vlan_ask("3020", "1779", start=T0 + 4 * HOUR))
+    assert later.dest_stp.endswith("?vlan=1779")
+    with pytest.raises(VlanUnavailableError, match="dest_stp") as caught:
+        provider.reserve(alice.user, vlan_ask("3022", "1779-1780"))
+    assert caught.value.field == "dest_stp"
+
+
+def test_a_vlan_comes_free_when_its_connection_holds_nothing(provider, alice):
+    first = provider.reserve(alice.user, vlan_ask("3020", "1779"))
+    with pytest.raises(VlanUnavailableError):
+        provider.reserve(alice.user, vlan_ask("3020", "1779"))
+    provider.abort(alice.user, first.connection_id)
+    assert provider.reserve(alice.user, vlan_ask("3020", "1779")).source_stp.endswith("=3020")

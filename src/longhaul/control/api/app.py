@@ -27,6 +27,7 @@ from longhaul.control.api.schemas import Health
 from longhaul.control.api.users import router as users
 from longhaul.control.errors import ForbiddenError
 from longhaul.control.jobs import JobRunner
+from longhaul.control.nsi.aggregator import Aggregator, Peering
 from longhaul.control.nsi.provider import Provider, default_network
 from longhaul.control.service import Service
 from longhaul.control.web.pages import router as pages
@@ -45,11 +46,13 @@ def create_app(
     open_metrics: bool = False,
     rate_limit_per_s: float | None = None,
     nsi: Provider | None = None,
+    nsi_peering: Peering | None = None,
 ) -> FastAPI:
     """The app for `service`; `runner`, if given, runs while the app does. `/metrics`
     needs an admin's or a metrics reader's token unless `open_metrics`; with
     `rate_limit_per_s`, each user's requests are limited to that (bursts of twice it).
-    `nsi` is the domain's NSI provider; by default one named after the topology."""
+    `nsi` is the domain's NSI provider (by default one named after the topology);
+    with `nsi_peering`, it also aggregates connections across the domains named there."""
 
     audit_writer = audit_log.Writer(service.db)
 
@@ -68,6 +71,8 @@ def create_app(
         finally:
             if runner is not None:
                 runner.stop()
+            if aggregator is not None:
+                aggregator.close()
             audit_writer.stop()
 
     app = FastAPI(
@@ -82,7 +87,10 @@ def create_app(
         openapi_url="/api/v1/openapi.json",
     )
     app.state.service = service
-    app.state.nsi = Provider(service, default_network(service.topology)) if nsi is None else nsi
+    provider = Provider(service, default_network(service.topology)) if nsi is None else nsi
+    aggregator = None if nsi_peering is None else Aggregator(provider, nsi_peering)
+    app.state.nsi = provider
+    app.state.nsi_aggregator = aggregator
     app.state.audit_writer = audit_writer
     app.state.rate_limit = None if rate_limit_per_s is None else TokenBuckets(rate_limit_per_s)
     # Swagger UI from fastapi-swagger's copy, not FastAPI's default CDN.

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import AwareDatetime, BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from longhaul.control.api.auth import CurrentUser
 from longhaul.control.api.routes import in_turn
 from longhaul.control.api.schemas import MAX_MBPS, _In
 from longhaul.control.db import User
+from longhaul.control.nsi.aggregator import Aggregate, Aggregator, SegmentView
 from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
+from longhaul.control.nsi.states import ConnectionStates
 
 router = APIRouter(prefix="/api/v1/nsi", tags=["nsi"])
 
@@ -40,6 +43,29 @@ class ReserveIn(_In):
     requester_nsa: str = Field(default="", max_length=255)
 
 
+class SegmentOut(BaseModel):
+    """One domain's part of an aggregated connection, as that domain reports it."""
+
+    network: str
+    connection_id: str
+    source_stp: str
+    dest_stp: str
+    reservation_state: str
+    provision_state: str | None
+    lifecycle_state: str
+    data_plane_active: bool
+
+    @classmethod
+    def of(cls, segment: SegmentView) -> SegmentOut:
+        return cls(
+            network=segment.network,
+            connection_id=segment.connection_id,
+            source_stp=segment.source_stp,
+            dest_stp=segment.dest_stp,
+            **_states(segment.states),
+        )
+
+
 class ConnectionOut(BaseModel):
     connection_id: str
     global_reservation_id: str
@@ -54,9 +80,12 @@ class ConnectionOut(BaseModel):
     """None until the first commit: the provision state machine starts then."""
     lifecycle_state: str
     data_plane_active: bool
-    reservation_id: int
-    """The longhaul reservation that carries it (`/api/v1/reservations/{id}`)."""
+    reservation_id: int | None
+    """The longhaul reservation that carries it (`/api/v1/reservations/{id}`); None for a
+    connection across domains, whose `segments` each domain carries."""
     held_until: datetime | None
+    segments: list[SegmentOut] | None = None
+    """Across domains: each domain's connection, in path order."""
 
     @classmethod
     def of(cls, connection: Connection) -> ConnectionOut:
@@ -70,13 +99,36 @@ class ConnectionOut(BaseModel):
             capacity_mbps=reservation.bandwidth_mbps,
             start_time=reservation.start,
             end_time=reservation.end,
-            reservation_state=states.reservation.value,
-            provision_state=None if states.provision is None else states.provision.value,
-            lifecycle_state=states.lifecycle.value,
-            data_plane_active=states.data_plane_active,
             reservation_id=reservation.id,
             held_until=reservation.held_until if states.provision is None else None,
+            **_states(states),
         )
+
+    @classmethod
+    def of_aggregate(cls, aggregate: Aggregate) -> ConnectionOut:
+        return cls(
+            connection_id=aggregate.connection_id,
+            global_reservation_id=aggregate.global_reservation_id,
+            requester_nsa=aggregate.requester_nsa,
+            source_stp=aggregate.source_stp,
+            dest_stp=aggregate.dest_stp,
+            capacity_mbps=aggregate.capacity_mbps,
+            start_time=aggregate.start,
+            end_time=aggregate.end,
+            reservation_id=None,
+            held_until=None,
+            segments=[SegmentOut.of(segment) for segment in aggregate.segments],
+            **_states(aggregate.states),
+        )
+
+
+def _states(states: ConnectionStates) -> dict[str, Any]:
+    return {
+        "reservation_state": states.reservation.value,
+        "provision_state": None if states.provision is None else states.provision.value,
+        "lifecycle_state": states.lifecycle.value,
+        "data_plane_active": states.data_plane_active,
+    }
 
 
 async def _provider(request: Request) -> Provider:
@@ -88,9 +140,21 @@ ProviderDep = Annotated[Provider, Depends(_provider)]
 ConnectionId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9-]+$")]
 
 
+async def _aggregator(request: Request) -> Aggregator | None:
+    aggregator: Aggregator | None = request.app.state.nsi_aggregator
+    return aggregator
+
+
+AggregatorDep = Annotated[Aggregator | None, Depends(_aggregator)]
+
+
 @router.post("/connections", status_code=201)
-async def reserve(user: CurrentUser, nsi: ProviderDep, body: ReserveIn) -> ConnectionOut:
-    """NSI reserve: held until committed, aborted, or the hold times out."""
+async def reserve(
+    user: CurrentUser, nsi: ProviderDep, aggregator: AggregatorDep, body: ReserveIn
+) -> ConnectionOut:
+    """NSI reserve: held until committed, aborted, or the hold times out. Between STPs of
+    two domains (with `serve --nsi-peers`), one connection per domain crossed, each held
+    in its domain; if any refuses, none is left held."""
     asked = ReserveRequest(
         source_stp=body.source_stp,
         dest_stp=body.dest_stp,
@@ -101,6 +165,11 @@ async def reserve(user: CurrentUser, nsi: ProviderDep, body: ReserveIn) -> Conne
         description=body.description,
         requester_nsa=body.requester_nsa,
     )
+    if aggregator is not None and (
+        aggregator.is_remote(body.source_stp) or aggregator.is_remote(body.dest_stp)
+    ):
+        # Other domains are asked over HTTP: in a worker thread, never on the event loop.
+        return ConnectionOut.of_aggregate(await run_in_threadpool(aggregator.reserve, user, asked))
     return ConnectionOut.of(await in_turn(nsi.reserve, user, asked))
 
 
@@ -108,17 +177,26 @@ async def reserve(user: CurrentUser, nsi: ProviderDep, body: ReserveIn) -> Conne
 async def connections(
     user: CurrentUser,
     nsi: ProviderDep,
+    aggregator: AggregatorDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> list[ConnectionOut]:
-    """Your connections (an admin's: everyone's), oldest first (NSI querySummary)."""
-    return [ConnectionOut.of(c) for c in nsi.connections(user, limit, offset)]
+    """Your connections (an admin's: everyone's), oldest first (NSI querySummary): this
+    domain's, then those it aggregates."""
+    found = [ConnectionOut.of(c) for c in nsi.connections(user, limit, offset)]
+    if aggregator is not None:
+        aggregates = await run_in_threadpool(aggregator.aggregates, user, limit, offset)
+        found += [ConnectionOut.of_aggregate(a) for a in aggregates]
+    return found
 
 
 @router.get("/connections/{connection_id}")
 async def connection(
-    user: CurrentUser, nsi: ProviderDep, connection_id: ConnectionId
+    user: CurrentUser, nsi: ProviderDep, aggregator: AggregatorDep, connection_id: ConnectionId
 ) -> ConnectionOut:
+    if aggregator is not None and aggregator.has(connection_id):
+        aggregate = await run_in_threadpool(aggregator.get, user, connection_id)
+        return ConnectionOut.of_aggregate(aggregate)
     return ConnectionOut.of(nsi.get(user, connection_id))
 
 
@@ -126,8 +204,11 @@ def _request(
     name: str, doc: str, call: Callable[[Provider], Callable[[User, str], Connection]]
 ) -> None:
     async def endpoint(
-        user: CurrentUser, nsi: ProviderDep, connection_id: ConnectionId
+        user: CurrentUser, nsi: ProviderDep, aggregator: AggregatorDep, connection_id: ConnectionId
     ) -> ConnectionOut:
+        if aggregator is not None and aggregator.has(connection_id):
+            done = await run_in_threadpool(aggregator.act, user, name, connection_id)
+            return ConnectionOut.of_aggregate(done)
         return ConnectionOut.of(await in_turn(call(nsi), user, connection_id))
 
     endpoint.__doc__ = doc

@@ -23,6 +23,8 @@ from longhaul.control.errors import (
     UnavailableError,
 )
 from longhaul.control.lifecycle import TransitionError
+from longhaul.control.nsi.aggregator import PeerError
+from longhaul.control.nsi.provider import VlanUnavailableError
 from longhaul.control.policy import PolicyError
 from longhaul.errors import InputError
 
@@ -142,6 +144,19 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ConflictError)
     async def conflict(request: Request, exc: ConflictError) -> JSONResponse:
         return problem(409, "conflict", "ConflictError", str(exc), request)
+
+    @app.exception_handler(PeerError)
+    async def peer_refused(request: Request, exc: PeerError) -> JSONResponse:
+        status = 409 if 400 <= exc.status < 500 else 502
+        return problem(
+            status, "peer-refused", "A domain refused", str(exc), request, network=exc.network
+        )
+
+    @app.exception_handler(VlanUnavailableError)
+    async def vlan_unavailable(request: Request, exc: VlanUnavailableError) -> JSONResponse:
+        return problem(
+            409, "vlan-unavailable", "VLAN unavailable", str(exc), request, field=exc.field
+        )
 
     @app.exception_handler(TransitionError)
     async def transition(request: Request, exc: TransitionError) -> JSONResponse:

@@ -161,6 +161,10 @@ class NsiConnection(Base):
     (`longhaul.control.nsi.states`); only what the reservation cannot tell is kept here."""
 
     __tablename__ = "nsi_connections"
+    __table_args__ = (
+        Index("ix_nsi_connections_source", "source_local", "source_vlan"),
+        Index("ix_nsi_connections_dest", "dest_local", "dest_vlan"),
+    )
 
     connection_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"), unique=True)
@@ -168,10 +172,36 @@ class NsiConnection(Base):
     requester_nsa: Mapped[str] = mapped_column(String(255), default="")
     source_stp: Mapped[str] = mapped_column(String(512))
     dest_stp: Mapped[str] = mapped_column(String(512))
+    """Each with the one VLAN the connection uses there, if labelled."""
+    source_local: Mapped[str] = mapped_column(String(200))
+    source_vlan: Mapped[int | None] = mapped_column(Integer)
+    dest_local: Mapped[str] = mapped_column(String(200))
+    dest_vlan: Mapped[int | None] = mapped_column(Integer)
+    """The STPs' ends and VLANs again, to find a VLAN in use at an STP."""
     terminated_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
 
     reservation: Mapped[Reservation] = relationship(lazy="joined")
+
+
+class NsiAggregate(Base):
+    """A connection this domain aggregates across several: each segment a connection of
+    the domain it crosses (`nsi.aggregator`)."""
+
+    __tablename__ = "nsi_aggregates"
+
+    connection_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    global_reservation_id: Mapped[str] = mapped_column(String(255), default="")
+    requester_nsa: Mapped[str] = mapped_column(String(255), default="")
+    source_stp: Mapped[str] = mapped_column(String(512))
+    dest_stp: Mapped[str] = mapped_column(String(512))
+    capacity_mbps: Mapped[int] = mapped_column(Integer)
+    start: Mapped[datetime]
+    end: Mapped[datetime]
+    segments: Mapped[list[list[str]]] = mapped_column(JSON)
+    """[network, connection id] of each segment, in path order."""
+    created_at: Mapped[datetime]
 
 
 # The tables themselves, for plain (Core) statements on hot paths: naming the entity
@@ -182,3 +212,4 @@ LEDGER = cast(Table, Ledger.__table__)
 AUDIT_EVENTS = cast(Table, AuditEvent.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
 NSI_CONNECTIONS = cast(Table, NsiConnection.__table__)
+NSI_AGGREGATES = cast(Table, NsiAggregate.__table__)

@@ -13,7 +13,9 @@ reservation, so admission, policy, the ledger and the job runner are the same fo
 
 A reserve that does not fit is refused with what would fit and leaves nothing behind
 (no connection is created in ReserveFailed to be aborted later: the synchronous answer
-is the failure).
+is the failure). An STP labelled with a VLAN range gets the lowest VLAN of it that no
+other connection uses there during the slot (GFD.212 §3.3: the provider chooses within
+the range asked for, and the confirmed STP names the one chosen).
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, insert, select, update
 from sqlalchemy.orm import Session
 
-from longhaul.control.db import NSI_CONNECTIONS, NsiConnection, Reservation, User
+from longhaul.control.db import NSI_CONNECTIONS, RESERVATIONS, NsiConnection, Reservation, User
 from longhaul.control.errors import ConflictError, NotFoundError
-from longhaul.control.lifecycle import ENDED, State
+from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, State
 from longhaul.control.nsi.states import ConnectionStates, LifecycleState, observe
-from longhaul.control.nsi.stp import parse_stp
+from longhaul.control.nsi.stp import Stp, parse_stp
 from longhaul.control.requests import ReservationRequest
 from longhaul.control.service import Service
 from longhaul.topology import Topology
@@ -95,14 +97,21 @@ class Provider:
         )
 
         def name_it(session: Session, reservation: Reservation) -> None:
+            # In the admission transaction: no other writer can take the same VLAN meanwhile.
+            source = _with_vlan(session, src, reservation, "source_stp")
+            dest = _with_vlan(session, dst, reservation, "dest_stp", also_taken=source)
             session.execute(
                 insert(NSI_CONNECTIONS).values(
                     connection_id=connection_id,
                     reservation_id=reservation.id,
                     global_reservation_id=request.global_reservation_id,
                     requester_nsa=request.requester_nsa,
-                    source_stp=str(src),
-                    dest_stp=str(dst),
+                    source_stp=str(source),
+                    dest_stp=str(dest),
+                    source_local=source.local,
+                    source_vlan=_vlan(source),
+                    dest_local=dest.local,
+                    dest_vlan=_vlan(dest),
                     terminated_at=None,
                     created_at=self.service.clock(),
                 )
@@ -160,6 +169,55 @@ class Provider:
 
     def _reservation_id(self, actor: User, connection_id: str) -> int:
         return self.get(actor, connection_id).reservation.id
+
+
+class VlanUnavailableError(ConflictError):
+    """No VLAN of the range asked for is free at an STP for the whole slot."""
+
+    def __init__(self, field: str, stp: Stp) -> None:
+        self.field = field
+        super().__init__(f"{field}: no VLAN of {stp} is free there for the whole slot")
+
+
+def _vlan(stp: Stp) -> int | None:
+    return None if stp.vlans is None else stp.vlans[0]
+
+
+def _with_vlan(
+    session: Session,
+    stp: Stp,
+    reservation: Reservation,
+    field: str,
+    also_taken: Stp | None = None,
+) -> Stp:
+    """`stp` with the lowest VLAN of its range that no other connection holding bandwidth
+    uses at the same STP during any of the reservation's slot (an unlabelled STP is left
+    as it is)."""
+    if stp.vlans is None:
+        return stp
+    c, r = NSI_CONNECTIONS.c, RESERVATIONS.c
+    overlapping = and_(
+        r.state.in_([state.value for state in HOLDS_BANDWIDTH]),
+        r.start < reservation.end,
+        r.end > reservation.start,
+        r.id != reservation.id,
+    )
+    low, high = stp.vlans
+    joined = NSI_CONNECTIONS.join(RESERVATIONS, c.reservation_id == r.id)
+    taken: set[int | None] = set()
+    for local_col, vlan_col in ((c.source_local, c.source_vlan), (c.dest_local, c.dest_vlan)):
+        query = (
+            select(vlan_col)
+            .select_from(joined)
+            .where(overlapping, local_col == stp.local, vlan_col.between(low, high))
+        )
+        taken.update(session.scalars(query))
+    if also_taken is not None and also_taken.local == stp.local:
+        taken.add(_vlan(also_taken))
+    for free in range(low, high + 1):
+        if free not in taken:
+            return Stp(stp.network, stp.local, (free, free))
+    raise VlanUnavailableError(field, stp)
 
 
 def _visible(actor: User, reservation: Reservation) -> bool:

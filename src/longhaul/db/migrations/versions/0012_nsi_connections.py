@@ -1,6 +1,6 @@
 """Two-phase reservations and NSI connections: a reservation may be held until a time,
 may be wanted up or not (NSI's provision and release), and may be named by an NSI
-connection.
+connection; connections across domains are aggregates of one connection per domain.
 
 Revision ID: 0012
 Revises: 0011
@@ -41,12 +41,34 @@ def upgrade() -> None:
         sa.Column("requester_nsa", sa.String(255), nullable=False),
         sa.Column("source_stp", sa.String(512), nullable=False),
         sa.Column("dest_stp", sa.String(512), nullable=False),
+        sa.Column("source_local", sa.String(200), nullable=False),
+        sa.Column("source_vlan", sa.Integer(), nullable=True),
+        sa.Column("dest_local", sa.String(200), nullable=False),
+        sa.Column("dest_vlan", sa.Integer(), nullable=True),
         sa.Column("terminated_at", UTCDateTime(), nullable=True),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
+    op.create_index("ix_nsi_connections_source", "nsi_connections", ["source_local", "source_vlan"])
+    op.create_index("ix_nsi_connections_dest", "nsi_connections", ["dest_local", "dest_vlan"])
+
+    op.create_table(
+        "nsi_aggregates",
+        sa.Column("connection_id", sa.String(64), primary_key=True),
+        sa.Column("owner_id", sa.Integer(), sa.ForeignKey("users.id"), nullable=False),
+        sa.Column("global_reservation_id", sa.String(255), nullable=False),
+        sa.Column("requester_nsa", sa.String(255), nullable=False),
+        sa.Column("source_stp", sa.String(512), nullable=False),
+        sa.Column("dest_stp", sa.String(512), nullable=False),
+        sa.Column("capacity_mbps", sa.Integer(), nullable=False),
+        sa.Column("start", UTCDateTime(), nullable=False),
+        sa.Column("end", UTCDateTime(), nullable=False),
+        sa.Column("segments", sa.JSON(), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
 
 
 def downgrade() -> None:
+    op.drop_table("nsi_aggregates")
     op.drop_table("nsi_connections")
     with op.batch_alter_table("reservations") as batch:
         batch.drop_column("provision")

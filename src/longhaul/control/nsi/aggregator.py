@@ -1,0 +1,417 @@
+"""An NSI aggregator (GFD.212 §2.2): one connection across several domains, each
+segment a connection of the domain it crosses, reserved, committed, provisioned,
+released and terminated together.
+
+The request is split along the domains' peerings (`domains.Domains.split`); segments
+are reserved in path order, and each boundary's VLAN is the one the upstream domain
+chose from the range both sides accept, asked for exactly of the downstream domain: so
+both sides of every boundary use the same VLAN. If any domain refuses, everything held
+so far is aborted, and the refusal names that domain. A commit that fails anywhere
+terminates what was committed and aborts the rest: nothing stays held.
+
+Each domain is a `Peer`: this domain's own provider (in process) or another longhaul
+server's `/api/v1/nsi/connections` over HTTP.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import httpx
+from sqlalchemy import insert, select
+
+from longhaul.control.db import NSI_AGGREGATES, NsiAggregate, User
+from longhaul.control.errors import ConflictError, NotFoundError
+from longhaul.control.nsi.domains import Domains, load_domains, shipped_domains
+from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
+from longhaul.control.nsi.states import (
+    ConnectionStates,
+    LifecycleState,
+    ProvisionState,
+    ReservationState,
+)
+from longhaul.control.nsi.stp import URN_PREFIX, Stp, parse_stp
+from longhaul.errors import InputError
+
+S = TypeVar("S")
+
+PEER_TIMEOUT_S = 30.0
+"""How long a peer's answer may take before the request counts as refused."""
+
+
+@dataclass(frozen=True)
+class SegmentView:
+    """One domain's connection, as that domain reports it."""
+
+    network: str
+    connection_id: str
+    source_stp: str
+    dest_stp: str
+    states: ConnectionStates
+
+
+class PeerError(ConflictError):
+    """A domain refused a request (or did not answer): which, and what it said."""
+
+    def __init__(self, network: str, what: str, detail: str, status: int = 409) -> None:
+        self.network, self.status = network, status
+        super().__init__(f"{network} refused {what}: {detail}")
+
+
+class Peer(Protocol):
+    network: str
+
+    def reserve(self, request: ReserveRequest) -> SegmentView: ...
+    def act(self, what: str, connection_id: str) -> SegmentView: ...
+    def get(self, connection_id: str) -> SegmentView: ...
+
+
+ACTIONS = ("reserve-commit", "reserve-abort", "provision", "release", "terminate")
+
+
+class LocalPeer:
+    """This domain's own provider, acting for the user who asked the aggregator."""
+
+    def __init__(self, provider: Provider, actor: User) -> None:
+        self.provider, self.actor, self.network = provider, actor, provider.network
+
+    def reserve(self, request: ReserveRequest) -> SegmentView:
+        return self._guarded("reserve", lambda: self.provider.reserve(self.actor, request))
+
+    def act(self, what: str, connection_id: str) -> SegmentView:
+        calls: dict[str, Callable[[User, str], Connection]] = {
+            "reserve-commit": self.provider.commit,
+            "reserve-abort": self.provider.abort,
+            "provision": self.provider.provision,
+            "release": self.provider.release,
+            "terminate": self.provider.terminate,
+        }
+        return self._guarded(what, lambda: calls[what](self.actor, connection_id))
+
+    def get(self, connection_id: str) -> SegmentView:
+        return _local_view(self.network, self.provider.get(self.actor, connection_id))
+
+    def _guarded(self, what: str, call: Callable[[], Connection]) -> SegmentView:
+        try:
+            return _local_view(self.network, call())
+        except (ConflictError, InputError, NotFoundError) as exc:
+            raise PeerError(self.network, what, str(exc)) from exc
+
+
+class RemotePeer:
+    """Another longhaul domain's NSI provider over its REST API."""
+
+    def __init__(self, network: str, url: str, token: str, timeout_s: float = PEER_TIMEOUT_S):
+        self.network = network
+        self.client = httpx.Client(
+            base_url=url.rstrip("/") + "/api/v1/nsi",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout_s,
+        )
+
+    def reserve(self, request: ReserveRequest) -> SegmentView:
+        body = {
+            "source_stp": request.source_stp,
+            "dest_stp": request.dest_stp,
+            "capacity_mbps": request.capacity_mbps,
+            "start_time": None if request.start is None else request.start.isoformat(),
+            "end_time": request.end.isoformat(),
+            "global_reservation_id": request.global_reservation_id,
+            "description": request.description,
+            "requester_nsa": request.requester_nsa,
+        }
+        return self._call("reserve", "POST", "/connections", body)
+
+    def act(self, what: str, connection_id: str) -> SegmentView:
+        return self._call(what, "POST", f"/connections/{connection_id}/{what}")
+
+    def get(self, connection_id: str) -> SegmentView:
+        return self._call("query", "GET", f"/connections/{connection_id}")
+
+    def _call(self, what: str, method: str, path: str, body: Any = None) -> SegmentView:
+        try:
+            answer = self.client.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise PeerError(self.network, what, f"no answer ({exc})", 504) from exc
+        if answer.status_code >= 300:
+            try:
+                detail = answer.json().get("detail", answer.text)
+            except ValueError:
+                detail = answer.text
+            raise PeerError(
+                self.network, what, f"{answer.status_code} {detail}", answer.status_code
+            )
+        return _remote_view(self.network, answer.json())
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    connection_id: str
+    global_reservation_id: str
+    requester_nsa: str
+    source_stp: str
+    dest_stp: str
+    capacity_mbps: int
+    start: datetime
+    end: datetime
+    segments: tuple[SegmentView, ...]
+    states: ConnectionStates
+
+
+@dataclass(frozen=True)
+class PeerAddress:
+    network: str
+    url: str
+    token: str
+
+
+@dataclass(frozen=True)
+class Peering:
+    """What `serve --nsi-peers FILE` gives: the domains and how to reach the others."""
+
+    domains: Domains
+    peers: tuple[PeerAddress, ...]
+
+
+def load_peering(path: Path | str) -> Peering:
+    """`domains = "usn-peers"` (a shipped name, or a file beside this one) and one
+    `[[peers]]` (network, url, token) for each other domain this one reaches."""
+    path = Path(path)
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    named = str(data.get("domains", "usn-peers"))
+    beside = path.parent / named
+    domains = load_domains(beside) if beside.is_file() else shipped_domains(named)
+    peers = []
+    for number, entry in enumerate(data.get("peers", []), 1):
+        try:
+            peers.append(PeerAddress(entry["network"], entry["url"], entry["token"]))
+        except KeyError as exc:
+            raise InputError(str(path), f"peer {number} needs network, url and token") from exc
+    return Peering(domains, tuple(peers))
+
+
+class Aggregator:
+    def __init__(self, provider: Provider, peering: Peering) -> None:
+        self.provider = provider
+        self.domains = peering.domains
+        self.remote = {p.network: RemotePeer(p.network, p.url, p.token) for p in peering.peers}
+        self.network = provider.network
+        self.db = provider.service.db
+        self.clock = provider.service.clock
+
+    def is_remote(self, stp_text: str) -> bool:
+        """Whether an STP lies outside this domain (so the request needs the aggregator)."""
+        return isinstance(stp_text, str) and not stp_text.startswith(self.network + ":")
+
+    def reserve(self, actor: User, request: ReserveRequest) -> Aggregate:
+        src = _any_stp(request.source_stp, "source_stp", self.domains)
+        dst = _any_stp(request.dest_stp, "dest_stp", self.domains)
+        segments = self.domains.split(src, dst)
+        held: list[tuple[Peer, SegmentView]] = []
+        entry: Stp | None = None
+        try:
+            for segment in segments:
+                peer = self._peer(actor, segment.network)
+                asked = replace(
+                    request,
+                    source_stp=str(segment.src if entry is None else entry),
+                    dest_stp=str(segment.dst),
+                    requester_nsa=self.network,
+                )
+                view = peer.reserve(asked)
+                held.append((peer, view))
+                entry = _continuing(view.dest_stp, segments, len(held))
+        except PeerError:
+            for peer, view in held:
+                _quietly(peer.act, "reserve-abort", view.connection_id)
+            raise
+        connection_id = str(uuid.uuid4())
+        with self.db.write() as session:
+            session.execute(
+                insert(NSI_AGGREGATES).values(
+                    connection_id=connection_id,
+                    owner_id=actor.id,
+                    global_reservation_id=request.global_reservation_id,
+                    requester_nsa=request.requester_nsa,
+                    source_stp=held[0][1].source_stp,
+                    dest_stp=held[-1][1].dest_stp,
+                    capacity_mbps=request.capacity_mbps,
+                    start=request.start or self.clock(),
+                    end=request.end,
+                    segments=[[view.network, view.connection_id] for _, view in held],
+                    created_at=self.clock(),
+                )
+            )
+        return self.get(actor, connection_id)
+
+    def act(self, actor: User, what: str, connection_id: str) -> Aggregate:
+        """One NSI request on every segment, in path order. A commit that fails anywhere
+        terminates what was committed and aborts the rest; other requests go to every
+        segment and the first refusal is raised after all were tried."""
+        row = self._row(actor, connection_id)
+        parts = [(self._peer(actor, network), child) for network, child in row.segments]
+        if what == "reserve-commit":
+            self._commit_all(parts)
+        else:
+            errors = [e for peer, child in parts if (e := _quietly(peer.act, what, child))]
+            if errors:
+                raise errors[0]
+        return self.get(actor, connection_id)
+
+    def _commit_all(self, parts: Sequence[tuple[Peer, str]]) -> None:
+        for number, (peer, child) in enumerate(parts):
+            try:
+                peer.act("reserve-commit", child)
+            except PeerError:
+                for done, done_child in parts[:number]:
+                    _quietly(done.act, "terminate", done_child)
+                for rest, rest_child in parts[number + 1 :]:
+                    _quietly(rest.act, "reserve-abort", rest_child)
+                raise
+
+    def get(self, actor: User, connection_id: str) -> Aggregate:
+        row = self._row(actor, connection_id)
+        views = tuple(self._peer(actor, net).get(child) for net, child in row.segments)
+        return Aggregate(
+            connection_id=row.connection_id,
+            global_reservation_id=row.global_reservation_id,
+            requester_nsa=row.requester_nsa,
+            source_stp=row.source_stp,
+            dest_stp=row.dest_stp,
+            capacity_mbps=row.capacity_mbps,
+            start=row.start,
+            end=row.end,
+            segments=views,
+            states=combine([view.states for view in views]),
+        )
+
+    def aggregates(self, actor: User, limit: int = 100, offset: int = 0) -> list[Aggregate]:
+        query = select(NsiAggregate).order_by(NsiAggregate.created_at)
+        if actor.role != "admin":
+            query = query.where(NsiAggregate.owner_id == actor.id)
+        with self.db.read() as session:
+            ids = [row.connection_id for row in session.scalars(query.limit(limit).offset(offset))]
+        return [self.get(actor, connection_id) for connection_id in ids]
+
+    def has(self, connection_id: str) -> bool:
+        with self.db.read() as session:
+            return session.get(NsiAggregate, connection_id) is not None
+
+    def _row(self, actor: User, connection_id: str) -> NsiAggregate:
+        with self.db.read() as session:
+            row = session.get(NsiAggregate, connection_id)
+        if row is None or (actor.role != "admin" and row.owner_id != actor.id):
+            raise NotFoundError(f"no connection {connection_id}")
+        return row
+
+    def _peer(self, actor: User, network: str) -> Peer:
+        if network == self.network:
+            return LocalPeer(self.provider, actor)
+        peer = self.remote.get(network)
+        if peer is None:
+            raise PeerError(network, "the request", "this domain has no address for it", 502)
+        return peer
+
+    def close(self) -> None:
+        for peer in self.remote.values():
+            peer.close()
+
+
+def combine(children: Sequence[ConnectionStates]) -> ConnectionStates:
+    """An aggregate's states from its segments': where they agree, theirs; where they
+    differ, the one furthest from done (a timeout over a hold over a start; a release
+    under way over either end of it; terminating until all are terminated)."""
+    rsm = _first_of(
+        [c.reservation for c in children],
+        (ReservationState.TIMEOUT, ReservationState.FAILED, ReservationState.HELD),
+        ReservationState.START,
+    )
+    provisions = [c.provision for c in children]
+    psm: ProvisionState | None = None
+    if None not in provisions:
+        psm = _first_of(
+            [p for p in provisions if p is not None],
+            (ProvisionState.RELEASING, ProvisionState.PROVISIONING, ProvisionState.RELEASED),
+            ProvisionState.PROVISIONED,
+        )
+    lifecycles = {c.lifecycle for c in children}
+    if lifecycles == {LifecycleState.TERMINATED}:
+        lsm = LifecycleState.TERMINATED
+    elif LifecycleState.TERMINATED in lifecycles or LifecycleState.TERMINATING in lifecycles:
+        lsm = LifecycleState.TERMINATING
+    else:
+        lsm = _first_of(
+            list(lifecycles),
+            (LifecycleState.FAILED, LifecycleState.CREATED),
+            LifecycleState.PASSED_END_TIME,
+        )
+    return ConnectionStates(rsm, psm, lsm, all(c.data_plane_active for c in children))
+
+
+def _first_of(found: list[S], precedence: Sequence[S], otherwise: S) -> S:
+    if len(set(found)) == 1:
+        return found[0]
+    return next((state for state in precedence if state in found), otherwise)
+
+
+def _any_stp(text: str, field: str, domains: Domains) -> Stp:
+    if not isinstance(text, str) or not text.startswith(URN_PREFIX):
+        raise InputError(field, f"an STP is a URN starting {URN_PREFIX!r}, got {text!r}")
+    networks = [d.network for d in domains.domains if text.startswith(d.network + ":")]
+    if not networks:
+        known = ", ".join(d.network for d in domains.domains)
+        raise InputError(field, f"{text!r} is in none of the peering domains ({known})")
+    return parse_stp(text, field, max(networks, key=len))
+
+
+def _continuing(chosen_dst: str, segments: Sequence[Any], done: int) -> Stp | None:
+    """The next segment's entry: the boundary's other side, with the VLAN this side chose."""
+    if done >= len(segments):
+        return None
+    chosen = parse_stp(chosen_dst, "dest_stp", segments[done - 1].network)
+    entry = segments[done].src
+    return Stp(entry.network, entry.local, chosen.vlans)
+
+
+def _quietly(call: Callable[[str, str], SegmentView], what: str, child: str) -> PeerError | None:
+    """Best effort (a rollback, or a request sent to every segment): the refusal, if any."""
+    try:
+        call(what, child)
+    except PeerError as exc:
+        return exc
+    return None
+
+
+def _local_view(network: str, connection: Connection) -> SegmentView:
+    return SegmentView(
+        network=network,
+        connection_id=connection.connection_id,
+        source_stp=connection.source_stp,
+        dest_stp=connection.dest_stp,
+        states=connection.states,
+    )
+
+
+def _remote_view(network: str, data: dict[str, Any]) -> SegmentView:
+    provision = data.get("provision_state")
+    return SegmentView(
+        network=network,
+        connection_id=data["connection_id"],
+        source_stp=data["source_stp"],
+        dest_stp=data["dest_stp"],
+        states=ConnectionStates(
+            ReservationState(data["reservation_state"]),
+            None if provision is None else ProvisionState(provision),
+            LifecycleState(data["lifecycle_state"]),
+            bool(data["data_plane_active"]),
+        ),
+    )

@@ -1,0 +1,189 @@
+"""Three real servers, one per domain of the shipped demo (CHEETAH, USN, ESnet), and a
+circuit stitched across them from the CHEETAH one: reserved, committed, provisioned,
+released and terminated in every domain together, VLANs the same on both sides of each
+boundary; and a refusal in the middle domain that leaves nothing held anywhere."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from longhaul.control.nsi.domains import shipped_domains
+from longhaul.topology.io import shipped_topology_path
+
+from ..live import LiveServer
+
+DOMAINS = {d.name: d for d in shipped_domains().domains}
+CHEETAH, USN, ESNET = (DOMAINS[name].network for name in ("cheetah", "usn", "esnet"))
+
+
+@dataclass
+class Domain:
+    server: LiveServer
+    token: str
+    """A user of this domain: alice on CHEETAH, the aggregator's account elsewhere."""
+
+    def call(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.request(method, self.server.url + path, headers=headers, timeout=60, **kwargs)
+
+    def connections(self) -> list[dict[str, object]]:
+        answer = self.call("GET", "/api/v1/nsi/connections")
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+def _server(home: Path, name: str, *extra: str) -> LiveServer:
+    home.mkdir()
+    topology = str(shipped_topology_path(name))
+    network = DOMAINS[name].network
+    return LiveServer(home, None, "--topology", topology, "--nsi-network", network, *extra)
+
+
+@pytest.fixture(scope="module")
+def domains(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Domain]]:
+    root = tmp_path_factory.mktemp("three-domains")
+    usn = _server(root / "usn", "usn")
+    esnet = _server(root / "esnet", "esnet")
+    peers = root / "peers.toml"
+    cheetah = _server(root / "cheetah", "cheetah", "--nsi-peers", str(peers))
+    tokens = {}
+    for name, server in (("usn", usn), ("esnet", esnet)):
+        tokens[name] = server.add_user("cheetah-aggregator")
+    peers.write_text(
+        'domains = "usn-peers"\n'
+        + "".join(
+            f'[[peers]]\nnetwork = "{network}"\nurl = "{server.url}"\ntoken = "{tokens[name]}"\n'
+            for name, network, server in (("usn", USN, usn), ("esnet", ESNET, esnet))
+        )
+    )
+    alice = cheetah.add_user("alice")
+    with contextlib.ExitStack() as stack:
+        for server in (usn, esnet, cheetah):
+            stack.enter_context(server)
+        yield {
+            "cheetah": Domain(cheetah, alice),
+            "usn": Domain(usn, tokens["usn"]),
+            "esnet": Domain(esnet, tokens["esnet"]),
+        }
+
+
+def _ask(start: datetime, hours: float = 1, mbps: int = 1000) -> dict[str, object]:
+    return {
+        "source_stp": f"{CHEETAH}:MCNC?vlan=100",
+        "dest_stp": f"{ESNET}:NERSC?vlan=200-209",
+        "capacity_mbps": mbps,
+        "start_time": start.isoformat(),
+        "end_time": (start + timedelta(hours=hours)).isoformat(),
+        "global_reservation_id": "urn:uuid:5e1b3c3a-7d0e-4c1b-9f55-2b8f0c7d4e61",
+    }
+
+
+def _until(check, timeout_s: float = 30):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def test_a_circuit_across_three_domains(domains: dict[str, Domain]) -> None:
+    cheetah, usn, esnet = domains["cheetah"], domains["usn"], domains["esnet"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    made = cheetah.call("POST", "/api/v1/nsi/connections", json=_ask(now + timedelta(seconds=2)))
+    assert made.status_code == 201, made.text
+    aggregate = made.json()
+    cid = aggregate["connection_id"]
+    assert aggregate["reservation_state"] == "ReserveHeld"
+    segments = aggregate["segments"]
+    assert [s["network"] for s in segments] == [CHEETAH, USN, ESNET]
+    assert all(s["reservation_state"] == "ReserveHeld" for s in segments)
+    # Each boundary: the same VLAN on both sides, from the range both accept.
+    for left, right in itertools.pairwise(segments):
+        out_vlan = left["dest_stp"].rsplit("?vlan=", 1)[1]
+        in_vlan = right["source_stp"].rsplit("?vlan=", 1)[1]
+        assert out_vlan == in_vlan
+    assert segments[0]["dest_stp"].endswith("sox-sn16k:2/1?vlan=3020")
+    assert segments[1]["dest_stp"].endswith("chicago-e300:1/0?vlan=1779")
+    assert segments[2]["dest_stp"].endswith("NERSC?vlan=200")
+    # Each domain holds its own segment, owned by whoever asked it.
+    assert [c["reservation_state"] for c in usn.connections()] == ["ReserveHeld"]
+    assert [c["reservation_state"] for c in esnet.connections()] == ["ReserveHeld"]
+
+    def act(what: str) -> dict[str, object]:
+        answer = cheetah.call("POST", f"/api/v1/nsi/connections/{cid}/{what}")
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    assert act("reserve-commit")["provision_state"] == "Released"
+    assert act("provision")["provision_state"] == "Provisioned"
+
+    def aggregate_state() -> dict[str, object]:
+        return cheetah.call("GET", f"/api/v1/nsi/connections/{cid}").json()
+
+    up = _until(lambda: aggregate_state()["data_plane_active"])
+    assert up, aggregate_state()
+    assert all(s["data_plane_active"] for s in aggregate_state()["segments"])
+    act("release")
+    down = _until(lambda: aggregate_state()["provision_state"] == "Released")
+    assert down, aggregate_state()
+    assert act("terminate")["lifecycle_state"] in ("Terminating", "Terminated")
+    ended = _until(lambda: aggregate_state()["lifecycle_state"] == "Terminated")
+    assert ended, aggregate_state()
+    for domain in (usn, esnet):
+        assert {c["lifecycle_state"] for c in domain.connections()} == {"Terminated"}
+
+
+def test_a_refusal_in_the_middle_domain_leaves_nothing_held(domains: dict[str, Domain]) -> None:
+    cheetah, usn, esnet = domains["cheetah"], domains["usn"], domains["esnet"]
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
+    # Fill the middle domain's way from Atlanta to Chicago for the slot.
+    usn_admin = Domain(usn.server, usn.server.add_user("usn-operator"))
+    filler = {
+        "src": {"node": "atlanta-edge"},
+        "dst": {"node": "chicago-cdci"},
+        "bandwidth_mbps": 9600,
+        "start": start.isoformat(),
+        "duration": 3 * 3600,
+    }
+    assert usn_admin.call("POST", "/api/v1/reservations", json=filler).status_code == 201
+    before = {name: {c["connection_id"] for c in d.connections()} for name, d in domains.items()}
+    refused = cheetah.call("POST", "/api/v1/nsi/connections", json=_ask(start))
+    assert refused.status_code == 409, refused.text
+    problem = refused.json()
+    assert problem["network"] == USN
+    assert "urn:ogf:network:ornl.gov:2026:usn refused reserve" in problem["detail"]
+    # CHEETAH had held its segment: it was aborted. ESnet was never asked.
+    (aborted,) = [c for c in cheetah.connections() if c["connection_id"] not in before["cheetah"]]
+    assert aborted["segments"] is None  # CHEETAH's own segment; no aggregate was kept
+    assert aborted["reservation_state"] == "ReserveStart"
+    assert aborted["provision_state"] is None  # never committed
+    held = cheetah.call("GET", f"/api/v1/reservations/{aborted['reservation_id']}").json()
+    assert held["state"] == "cancelled"
+    assert {c["connection_id"] for c in esnet.connections()} == before["esnet"]
+    assert {c["connection_id"] for c in usn.connections()} == before["usn"]
+    # And the bandwidth CHEETAH held is free again: the same request fits there alone.
+    local = {
+        "source_stp": f"{CHEETAH}:MCNC?vlan=100",
+        "dest_stp": f"{CHEETAH}:sox-sn16k:2/1?vlan=3020",
+        "capacity_mbps": 9600,
+        "start_time": start.isoformat(),
+        "end_time": (start + timedelta(hours=1)).isoformat(),
+    }
+    again = cheetah.call("POST", "/api/v1/nsi/connections", json=local)
+    assert again.status_code == 201, again.text
+    assert (
+        cheetah.call(
+            "POST", f"/api/v1/nsi/connections/{again.json()['connection_id']}/reserve-abort"
+        ).status_code
+        == 200
+    )
