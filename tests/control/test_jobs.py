@@ -18,6 +18,7 @@ from longhaul.control.work import PROVISION
 from .conftest import T0
 
 HOUR = timedelta(hours=1)
+SECOND = timedelta(seconds=1)
 
 
 @dataclass
@@ -474,3 +475,63 @@ def test_provision_and_release_bring_the_circuit_up_and_down_within_the_slot(
     assert driver.calls == [
         ("provision", made.id), ("release", made.id), ("provision", made.id), ("release", made.id)
     ]  # fmt: skip
+
+
+def test_a_held_change_holds_the_larger_version_until_committed(service, runner, alice, clock):
+    idle = free_mbps(service)
+    made = book(service, alice, mbps=1000)
+    change = ReservationChange(bandwidth_mbps=3000, end=made.end - HOUR)
+    held = service.hold_change(alice.user, made.id, change, timedelta(seconds=60))
+    assert (held.bandwidth_mbps, held.end) == (1000, made.end)  # still the old version
+    assert held.held_until == T0 + timedelta(seconds=60)
+    # The larger of both: 3,000 Mb/s (20 granules) in the first hour, 1,050 in the second.
+    assert free_mbps(service) == idle - 3000
+    with pytest.raises(ConflictError, match="held"):
+        service.modify(alice.user, made.id, ReservationChange(bandwidth_mbps=500))
+    committed = service.commit(alice.user, made.id)
+    assert (committed.bandwidth_mbps, committed.end) == (3000, made.end - HOUR)
+    assert committed.held_change is None
+    assert free_mbps(service) == idle - 3000
+    assert service.availability().max_bandwidth(
+        "ornl-cdci", "sunnyvale-cdci", T0 + 2 * HOUR, T0 + 3 * HOUR,
+        route=("ornl-chicago-1", "chicago-seattle-1", "seattle-sunnyvale-1"),
+    )[0] == idle  # fmt: skip
+
+
+def test_an_aborted_or_timed_out_change_leaves_the_reservation_as_it_was(
+    service, runner, alice, clock
+):
+    idle = free_mbps(service)
+    made = book(service, alice, mbps=1000)
+    service.hold_change(alice.user, made.id, ReservationChange(bandwidth_mbps=3000), HOUR)
+    aborted = service.abort(alice.user, made.id)
+    assert (aborted.state, aborted.bandwidth_mbps, aborted.held_change) == (
+        State.SCHEDULED, 1000, None,
+    )  # fmt: skip
+    assert free_mbps(service) == idle - 1050
+    service.hold_change(alice.user, made.id, ReservationChange(bandwidth_mbps=3000), 30 * SECOND)
+    clock.advance(seconds=30)
+    settle(runner)
+    timed_out = service.get(alice.user, made.id)
+    assert (timed_out.bandwidth_mbps, timed_out.held_change) == (1000, None)
+    assert free_mbps(service) == idle - 1050
+    reasons = [c.reason for c in service.history(alice.user, made.id)]
+    assert "the change held was not committed before its hold timed out" in reasons
+
+
+def test_committing_a_change_to_an_active_circuit_changes_the_network(
+    service, runner, driver, alice, clock
+):
+    made = book(service, alice, mbps=1000)
+    clock.advance(hours=1)
+    settle(runner)
+    service.hold_change(alice.user, made.id, ReservationChange(bandwidth_mbps=2000), HOUR)
+    assert driver.calls == [("provision", made.id)]  # nothing changes while only held
+    service.commit(alice.user, made.id)
+    assert driver.calls == [("provision", made.id), ("modify", made.id)]
+
+
+def test_a_change_cannot_be_held_before_the_first_commit(service, alice):
+    made = hold(service, alice)
+    with pytest.raises(ConflictError, match="no committed version"):
+        service.hold_change(alice.user, made.id, ReservationChange(bandwidth_mbps=2), HOUR)

@@ -1,5 +1,6 @@
 """Which job a reservation's state makes due: one kind at most, at any instant."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -8,6 +9,7 @@ from hypothesis import strategies as st
 
 from longhaul.control.lifecycle import State
 from longhaul.control.work import (
+    CHANGE_EXPIRED,
     END,
     HOLD_EXPIRED,
     JOBS,
@@ -85,3 +87,12 @@ def test_never_two_kinds_of_job_at_once(state, length_s, now_s, hold_s, provisio
 
 def test_only_jobs_that_touch_no_circuit_make_no_driver_call():
     assert [job for job in JOBS if not job.calls_driver] == [MISSED, HOLD_EXPIRED, PASSED]
+
+
+@pytest.mark.parametrize("state", [State.SCHEDULED, State.PROVISIONING, State.ACTIVE])
+def test_a_held_change_whose_hold_ended_is_settled_before_anything_else(state):
+    timing = Timing(state, START, END_AT, held_until=BEFORE, provision=True, change_held=True)
+    assert due_job(timing, AFTER) is CHANGE_EXPIRED
+    earlier = BEFORE - timedelta(seconds=1)  # before the hold ends: the usual job, if any
+    assert due_job(timing, earlier) is due_job(replace(timing, change_held=False), earlier)
+    assert CHANGE_EXPIRED not in JOBS  # it moves no state: outside the one-at-a-time table

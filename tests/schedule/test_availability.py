@@ -1,6 +1,7 @@
 """The four queries against the brute-force oracle, and bad input."""
 
-from datetime import datetime, timedelta
+import itertools
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
 import pytest
@@ -8,7 +9,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from longhaul.errors import InputError
-from longhaul.schedule import Availability, Booking, bookings_along
+from longhaul.schedule import Availability, Booking, bookings_along, larger_of
 from longhaul.schedule.instants import to_us
 from longhaul.topology import usn
 
@@ -391,3 +392,47 @@ def test_bad_ends_and_routes_name_the_field(avail, src, dst, route, field, messa
         avail.fixed_slot(src, dst, 100, T0, at(60), route=route)
     assert caught.value.field == field
     assert message in caught.value.reason
+
+
+# -- what a reservation holds while either of two versions may stand ---------------------
+
+_LINKS = ("l1", "l2")
+_T = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def _some_bookings():
+    one = st.tuples(
+        st.sampled_from(_LINKS), st.integers(0, 20), st.integers(1, 10), st.integers(1, 5)
+    ).map(
+        lambda x: Booking(x[0], _T + timedelta(hours=x[1]), _T + timedelta(hours=x[1] + x[2]), x[3])
+    )
+    return st.lists(one, max_size=4)
+
+
+@given(a=_some_bookings(), b=_some_bookings())
+def test_larger_of_takes_the_larger_load_everywhere(a, b):
+    both = larger_of(a, b)
+
+    def load(bookings, link, hour):
+        at = _T + timedelta(hours=hour, minutes=30)
+        return sum(
+            x.bandwidth_mbps for x in bookings if x.link_id == link and x.start <= at < x.end
+        )
+
+    for link in _LINKS:
+        for hour in range(-1, 32):
+            assert load(both, link, hour) == max(load(a, link, hour), load(b, link, hour))
+    # One booking per stretch of equal load: nothing split where nothing changes.
+    for x, y in itertools.pairwise(both):
+        assert not (
+            x.link_id == y.link_id and x.end == y.start and x.bandwidth_mbps == y.bandwidth_mbps
+        )
+
+
+def test_larger_of_the_same_path_longer_and_wider():
+    old = [Booking("l1", _T, _T + timedelta(hours=2), 1000)]
+    new = [Booking("l1", _T, _T + timedelta(hours=3), 600)]
+    assert larger_of(old, new) == (
+        Booking("l1", _T, _T + timedelta(hours=2), 1000),
+        Booking("l1", _T + timedelta(hours=2), _T + timedelta(hours=3), 600),
+    )

@@ -18,13 +18,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from longhaul.control.db import LEDGER, Ledger, Reservation
 from longhaul.control.lifecycle import HOLDS_BANDWIDTH
-from longhaul.schedule import Availability, Booking
+from longhaul.control.requests import HeldChange
+from longhaul.schedule import Availability, Booking, larger_of
 from longhaul.topology import Topology
 
 _PENDING = "ledger_pending"
@@ -108,9 +110,25 @@ class BookingLedger:
         reservation.changed_in = pending.generation
 
     def bookings_of(self, reservation: Reservation) -> tuple[Booking, ...]:
-        """The reservation's booking on each link it crosses (once per crossing)."""
+        """The reservation's booking on each link it crosses (once per crossing); with a
+        change held, the larger of both versions'."""
         r = reservation
-        return _bookings(self.topology, r.path_links, r.start, r.end, r.bandwidth_mbps)
+        return self._of_row(r.path_links, r.start, r.end, r.bandwidth_mbps, r.held_change)
+
+    def _of_row(
+        self,
+        links: list[str],
+        start: datetime,
+        end: datetime,
+        mbps: int,
+        held_change: dict[str, Any] | None,
+    ) -> tuple[Booking, ...]:
+        now = _bookings(self.topology, links, start, end, mbps)
+        if held_change is None:
+            return now
+        change = HeldChange.of(held_change)
+        other = _bookings(self.topology, change.path_links, start, change.end, change.mbps)
+        return larger_of(now, other)
 
     def _holding(self, reservation: Reservation) -> tuple[Booking, ...]:
         return self.bookings_of(reservation) if reservation.state in _HOLDING else ()
@@ -132,8 +150,8 @@ class BookingLedger:
         query = self._rows().where(Reservation.state.in_(_HOLDING))
         held: dict[int, tuple[Booking, ...]] = {}
         with session.no_autoflush:
-            for rid, _state, links, start, end, mbps in session.execute(query):
-                held[rid] = _bookings(self.topology, links, start, end, mbps)
+            for rid, _state, links, start, end, mbps, change in session.execute(query):
+                held[rid] = self._of_row(links, start, end, mbps, change)
         avail = self.idle.with_bookings(b for bookings in held.values() for b in bookings)
         return _Copy(generation, avail, held)
 
@@ -143,10 +161,10 @@ class BookingLedger:
         released: list[Booking] = []
         held = copy.held  # only writers, one at a time, ever touch it
         with session.no_autoflush:
-            for rid, state, links, start, end, mbps in session.execute(query):
+            for rid, state, links, start, end, mbps, change in session.execute(query):
                 released += held.pop(rid, ())
                 if state in _HOLDING:
-                    held[rid] = _bookings(self.topology, links, start, end, mbps)
+                    held[rid] = self._of_row(links, start, end, mbps, change)
                     added += held[rid]
         return _Copy(generation, copy.avail.with_bookings(added).without_bookings(released), held)
 
@@ -162,7 +180,7 @@ class BookingLedger:
             self._copy = _Copy(pending.generation, pending.avail, held)
 
     @staticmethod
-    def _rows() -> Select[int, str, list[str], datetime, datetime, int]:
+    def _rows() -> Select[int, str, list[str], datetime, datetime, int, dict[str, Any] | None]:
         return select(
             Reservation.id,
             Reservation.state,
@@ -170,6 +188,7 @@ class BookingLedger:
             Reservation.start,
             Reservation.end,
             Reservation.bandwidth_mbps,
+            Reservation.held_change,
         )
 
 

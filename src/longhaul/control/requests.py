@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from longhaul.control.lifecycle import State
 from longhaul.errors import InputError
@@ -72,6 +73,33 @@ class ReservationChange:
     bandwidth_mbps: int | None = None
     version: int | None = None
     """When given, the change applies only if the reservation is still at this version."""
+
+
+@dataclass(frozen=True)
+class HeldChange:
+    """A reservation's next version, held until committed or aborted (NSI's modify)."""
+
+    end: datetime
+    mbps: int
+    path_start: str
+    path_links: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "end": self.end.isoformat(),
+            "bandwidth_mbps": self.mbps,
+            "path_start": self.path_start,
+            "path_links": list(self.path_links),
+        }
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> HeldChange:
+        return cls(
+            datetime.fromisoformat(data["end"]),
+            int(data["bandwidth_mbps"]),
+            str(data["path_start"]),
+            list(data["path_links"]),
+        )
 
 
 @dataclass(frozen=True)

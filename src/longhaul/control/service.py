@@ -47,7 +47,12 @@ from longhaul.control.lifecycle import (
     next_state,
 )
 from longhaul.control.policy import Policy
-from longhaul.control.requests import ListFilter, ReservationChange, ReservationRequest
+from longhaul.control.requests import (
+    HeldChange,
+    ListFilter,
+    ReservationChange,
+    ReservationRequest,
+)
 from longhaul.control.transitions import Transitions, circuit_of, path_of
 from longhaul.control.work import Work
 from longhaul.db import Database
@@ -315,6 +320,8 @@ class Service:
                 raise StaleVersionError(reservation_id, reservation.version, change.version)
             if state in ENDED or state in (State.RELEASING, State.FAILED, State.EXPIRED):
                 raise ConflictError(f"a {state.value} reservation cannot be modified")
+            if reservation.held_change is not None:
+                raise ConflictError("a change is held for it: commit or abort that first")
             end = change.end or reservation.end
             mbps = change.bandwidth_mbps or reservation.bandwidth_mbps
             if end <= reservation.start:
@@ -383,6 +390,8 @@ class Service:
             if state in ENDED:
                 raise ConflictError(f"reservation {reservation_id} has {state.value} already")
             reservation.cancelled_at = now
+            if reservation.held_change is not None:
+                reservation.held_change, reservation.held_until = None, None
             if state is State.RELEASING:
                 self.transitions.record(
                     session, reservation, state, state, "cancel asked while releasing", actor.name
@@ -429,11 +438,15 @@ class Service:
     # -- two phases, and the circuit wanted up or not (NSI) ---------------------------------
 
     def commit(self, actor: User, reservation_id: int) -> Reservation:
-        """Keep a held reservation: it is scheduled like any other. A hold that timed out
-        cannot be committed: it is ended, and `ConflictError` says so."""
+        """Keep a held reservation (it is scheduled like any other), or the change held
+        for it. A hold that timed out cannot be committed: it is ended, and
+        `ConflictError` says so."""
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
+            if reservation.held_change is not None:
+                self._commit_change(session, actor, reservation)
+                return reservation
             if state not in (State.HELD, State.EXPIRED):
                 raise ConflictError(f"only a held reservation can be committed; it is {state}")
             if state is State.HELD:
@@ -449,14 +462,99 @@ class Service:
         return reservation
 
     def abort(self, actor: User, reservation_id: int) -> Reservation:
-        """Give back what a held reservation holds (or acknowledge a hold that timed out)."""
+        """Give back what a held reservation holds (or acknowledge a hold that timed out);
+        or drop the change held for it, leaving it as it was."""
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
+            if reservation.held_change is not None:
+                self.drop_change(session, reservation, "change aborted", actor.name)
+                return reservation
             if state not in (State.HELD, State.EXPIRED):
                 raise ConflictError(f"only a held reservation can be aborted; it is {state}")
             self.transitions.fire(session, reservation, Event.ABORT, "aborted", actor.name)
         return reservation
+
+    def hold_change(
+        self, actor: User, reservation_id: int, change: ReservationChange, hold: timedelta
+    ) -> Reservation:
+        """Hold a new end or bandwidth for a committed reservation until `commit` (which
+        makes it the reservation), `abort` or `hold` passes (which leave it as it was):
+        NSI's modify. Meanwhile it holds the larger of both versions on every link, so
+        either can stand; `UnavailableError` if the new version does not fit."""
+        if change.end is None and change.bandwidth_mbps is None:
+            raise InputError("body", "nothing to change: give end, bandwidth_mbps or both")
+        now = self.clock()
+        with self.db.write() as session:
+            reservation = self._load(session, actor, reservation_id)
+            state = State(reservation.state)
+            if state not in (State.SCHEDULED, State.PROVISIONING, State.ACTIVE):
+                raise ConflictError(
+                    f"a {state.value} reservation has no committed version to change"
+                )
+            if reservation.held_change is not None:
+                raise ConflictError("a change is held for it already: commit or abort it first")
+            end = change.end or reservation.end
+            mbps = change.bandwidth_mbps or reservation.bandwidth_mbps
+            if end <= max(reservation.start, now if state in CIRCUIT_UP else reservation.start):
+                raise InputError("end", "must be after the start, and in the future once begun")
+            to_us(end, "end")
+            limits = self.policy.limits(actor.name, actor.role)
+            policy.check(limits, mbps, end - reservation.start, end - now, 0)
+            avail = self._availability(session, without=reservation)
+            path = self._readmit(reservation, avail, path_of(self.topology, reservation), mbps, end)
+            held = HeldChange(end, mbps, path.nodes[0], list(path.link_ids))
+            reservation.held_change, reservation.held_until = held.to_json(), now + hold
+            reservation.updated_at = now
+            self.ledger.changed(session, reservation)
+            why = _describe_change(
+                reservation, end, mbps, list(path.link_ids) != reservation.path_links
+            )
+            self.transitions.record(
+                session,
+                reservation,
+                state,
+                state,
+                f"held until {format_instant(now + hold)}, " + why,
+                actor.name,
+            )
+        self.on_change(reservation.held_until)
+        return reservation
+
+    def _commit_change(self, session: Session, actor: User, reservation: Reservation) -> None:
+        """Make the held change the reservation (its devices too, if its circuit is up)."""
+        assert reservation.held_change is not None
+        held = HeldChange.of(reservation.held_change)
+        state = State(reservation.state)
+        now = self.clock()
+        if reservation.held_until is not None and reservation.held_until <= now:
+            raise ConflictError("the change's hold timed out before the commit")
+        before = circuit_of(self.topology, reservation)
+        what = _describe_change(
+            reservation, held.end, held.mbps, held.path_links != reservation.path_links
+        )
+        reservation.end, reservation.bandwidth_mbps = held.end, held.mbps
+        reservation.path_start, reservation.path_links = held.path_start, held.path_links
+        reservation.held_change, reservation.held_until, reservation.updated_at = None, None, now
+        self.ledger.changed(session, reservation)
+        self.transitions.record(
+            session, reservation, state, state, "committed: " + what, actor.name
+        )
+        if state in CIRCUIT_UP:
+            try:
+                self.driver.modify(circuit_of(self.topology, reservation), before)
+            except DriverError as exc:
+                raise NetworkError(
+                    f"the network refused the change ({exc}); the change is still held"
+                ) from exc
+
+    def drop_change(self, session: Session, reservation: Reservation, why: str, actor: str) -> None:
+        """Forget the change held for `reservation`: it holds its own version only again."""
+        state = State(reservation.state)
+        reservation.held_change, reservation.held_until = None, None
+        reservation.updated_at = self.clock()
+        self.ledger.changed(session, reservation)
+        self.transitions.record(session, reservation, state, state, why, actor)
 
     def want_up(self, actor: User, reservation_id: int, wanted: bool) -> Reservation:
         """Ask for the circuit to be up during the slot (NSI's provision), or not (its

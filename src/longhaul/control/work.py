@@ -39,6 +39,8 @@ class Timing:
     held_until: datetime | None = None
     provision: bool = True
     """Whether its circuit is wanted up during the slot (NSI's provision and release)."""
+    change_held: bool = False
+    """Whether a change is held for it until `held_until` (NSI's modify)."""
 
     @classmethod
     def of(cls, reservation: Reservation) -> Timing:
@@ -48,6 +50,7 @@ class Timing:
             reservation.end,
             reservation.held_until,
             reservation.provision,
+            reservation.held_change is not None,
         )
 
 
@@ -64,6 +67,12 @@ class Job:
         """The event to fire as the job begins, and why; None when the reservation is in
         the job's working state already (the job is being taken up again)."""
         raise NotImplementedError
+
+    def settle(self, reservation: Reservation) -> str | None:
+        """A change the job makes to the reservation itself as it begins, other than a
+        move of state; why, to record (None: no such change)."""
+        del reservation
+        return None
 
     def call(self, driver: Driver, circuit: Circuit) -> None:
         """The driver's part; raises `DriverError` when the network refuses."""
@@ -183,13 +192,36 @@ class Passed(Job):
         return Event.PASSED, "its slot ended; its circuit was not asked up"
 
 
+class ChangeExpired(Job):
+    """A change held for a reservation (NSI's modify) and not committed in time is
+    dropped: the reservation holds its own version only again."""
+
+    name = "change_expired"
+    calls_driver = False
+
+    def is_due(self, t: Timing, now: datetime) -> bool:
+        return t.change_held and t.held_until is not None and t.held_until <= now
+
+    def beginning(self, reservation: Reservation, now: datetime) -> None:
+        return None
+
+    def settle(self, reservation: Reservation) -> str:
+        reservation.held_change, reservation.held_until = None, None
+        return "the change held was not committed before its hold timed out"
+
+
 MISSED, PROVISION, RELEASE, END = Missed(), Provision(), Release(), EndWhileProvisioning()
-HOLD_EXPIRED, PASSED = HoldExpired(), Passed()
+HOLD_EXPIRED, PASSED, CHANGE_EXPIRED = HoldExpired(), Passed(), ChangeExpired()
 JOBS: tuple[Job, ...] = (MISSED, PROVISION, RELEASE, END, HOLD_EXPIRED, PASSED)
-"""Every kind of job; at most one is due for a reservation at any instant."""
+"""Every kind of job that moves a reservation's state; at most one is due for a
+reservation at any instant."""
 
 
 def due_job(timing: Timing, now: datetime) -> Job | None:
+    # A held change's timeout is settled first: whatever comes next sees the version
+    # that stands.
+    if CHANGE_EXPIRED.is_due(timing, now):
+        return CHANGE_EXPIRED
     return next((job for job in JOBS if job.is_due(timing, now)), None)
 
 
@@ -209,17 +241,19 @@ class Work:
         """(reservation id, job) for everything due at `now`, except reservations in `busy`."""
         due_states = [State.SCHEDULED, State.PROVISIONING, State.ACTIVE, State.RELEASING]
         r = Reservation
-        query = select(r.id, r.state, r.start, r.end, r.held_until, r.provision).where(
+        changed = r.held_change.is_not(None)
+        query = select(r.id, r.state, r.start, r.end, r.held_until, r.provision, changed).where(
             or_(
                 r.state.in_([State.PROVISIONING.value, State.RELEASING.value]),
                 and_(r.state.in_([s.value for s in due_states]), r.start <= now),
-                and_(r.state == State.HELD.value, r.held_until <= now),
+                and_(or_(r.state == State.HELD.value, changed), r.held_until <= now),
             ),
         )
         jobs = []
         with self.db.read() as session:
-            for rid, state, start, end, held_until, provision in session.execute(query):
-                job = due_job(Timing(State(state), start, end, held_until, provision), now)
+            for rid, state, start, end, held_until, provision, change in session.execute(query):
+                timing = Timing(State(state), start, end, held_until, provision, bool(change))
+                job = due_job(timing, now)
                 if job is not None and rid not in busy:
                     jobs.append((rid, job))
         return jobs
@@ -237,7 +271,8 @@ class Work:
             ends = session.scalar(select(func.min(r.end)).where(r.state.in_(ending), r.end > now))
             holds = session.scalar(
                 select(func.min(r.held_until)).where(
-                    r.state == State.HELD.value, r.held_until > now
+                    or_(r.state == State.HELD.value, r.held_change.is_not(None)),
+                    r.held_until > now,
                 )
             )
         found = [t for t in (starts, ends, holds) if t is not None]
@@ -253,6 +288,12 @@ class Work:
                 return None
             if due_job(Timing.of(reservation), now) is not job:
                 return None
+            settled = job.settle(reservation)
+            if settled is not None:
+                state = State(reservation.state)
+                reservation.updated_at = now
+                self.transitions.ledger.changed(session, reservation)
+                self.transitions.record(session, reservation, state, state, settled, SCHEDULER)
             beginning = job.beginning(reservation, now)
             if beginning is not None:
                 self.transitions.fire(session, reservation, *beginning, SCHEDULER)

@@ -13,6 +13,7 @@ from longhaul.schedule.availability import (
     Slots,
     WidestPath,
     bookings_along,
+    larger_of,
 )
 from longhaul.schedule.intervals import NEG_INF, POS_INF, IntervalSet
 
@@ -28,4 +29,5 @@ __all__ = [
     "Slots",
     "WidestPath",
     "bookings_along",
+    "larger_of",
 ]

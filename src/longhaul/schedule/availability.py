@@ -24,6 +24,7 @@ what users give (names, datetimes) and turns the answers back into paths and dat
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -57,6 +58,36 @@ def bookings_along(
 ) -> list[Booking]:
     """The bookings a reservation over `path` makes, one per link."""
     return [Booking(link_id, start, end, bandwidth_mbps) for link_id in path.link_ids]
+
+
+def larger_of(a: Sequence[Booking], b: Sequence[Booking]) -> tuple[Booking, ...]:
+    """Bookings that take, on every link at every instant, the larger of what `a` and `b`
+    take there: what a reservation holds while it may become either version (a change
+    held, to be committed or aborted), so that both stay possible and no more is held."""
+    links = sorted({x.link_id for x in (*a, *b)})
+    larger: list[Booking] = []
+    for link in links:
+        here_a = [x for x in a if x.link_id == link]
+        here_b = [x for x in b if x.link_id == link]
+        instants = sorted({t for x in (*here_a, *here_b) for t in (x.start, x.end)})
+        for lo, hi in itertools.pairwise(instants):
+            take = max(_load(here_a, lo), _load(here_b, lo))
+            if take <= 0:
+                continue
+            last = larger[-1] if larger else None
+            if last is not None and (last.link_id, last.end, last.bandwidth_mbps) == (
+                link,
+                lo,
+                take,
+            ):
+                larger[-1] = Booking(link, last.start, hi, take)
+            else:
+                larger.append(Booking(link, lo, hi, take))
+    return tuple(larger)
+
+
+def _load(bookings: Sequence[Booking], at: datetime) -> int:
+    return sum(x.bandwidth_mbps for x in bookings if x.start <= at < x.end)
 
 
 @dataclass(frozen=True)

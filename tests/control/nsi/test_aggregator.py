@@ -5,7 +5,14 @@ from datetime import timedelta
 
 import pytest
 
-from longhaul.control.nsi.aggregator import Aggregator, PeerError, Peering, SegmentView, combine
+from longhaul.control.nsi.aggregator import (
+    Aggregator,
+    Change,
+    PeerError,
+    Peering,
+    SegmentView,
+    combine,
+)
 from longhaul.control.nsi.domains import shipped_domains
 from longhaul.control.nsi.provider import Provider, ReserveRequest
 from longhaul.control.nsi.states import (
@@ -41,6 +48,9 @@ class FakePeer:
         view = SegmentView(self.network, f"c-{self.network}", request.source_stp, chosen, states)
         self.views[view.connection_id] = view
         return view
+
+    def modify(self, connection_id: str, change: Change) -> SegmentView:
+        return self.act("modify", connection_id)
 
     def act(self, what: str, connection_id: str) -> SegmentView:
         self.asked.append((what, connection_id))
@@ -115,6 +125,29 @@ def test_a_refused_commit_aborts_what_was_not_yet_committed(aggregator, alice):
     assert local.reservation.state == "cancelled"
     assert local.states.provision is None  # aborted, never committed
     assert aggregator.remote[NET["esnet"]].asked[-1] == ("reserve-abort", f"c-{NET['esnet']}")
+
+
+def test_a_refused_modify_aborts_the_changes_held_so_far(aggregator, alice):
+    made = aggregator.reserve(alice.user, ask())
+    aggregator.act(alice.user, "reserve-commit", made.connection_id)
+    cheetah, esnet = aggregator.remote[NET["cheetah"]], aggregator.remote[NET["esnet"]]
+    esnet.refuse.add("modify")
+    with pytest.raises(PeerError, match="modify"):
+        aggregator.modify(alice.user, made.connection_id, Change(capacity_mbps=2000))
+    assert cheetah.asked[-1] == ("reserve-abort", f"c-{NET['cheetah']}")
+    (local,) = aggregator.provider.connections(alice.user)
+    assert local.reservation.held_change is None  # USN's (this domain's) change aborted too
+    assert local.reservation.bandwidth_mbps == 1000
+
+
+def test_a_committed_modify_becomes_the_aggregates(aggregator, alice):
+    made = aggregator.reserve(alice.user, ask())
+    aggregator.act(alice.user, "reserve-commit", made.connection_id)
+    aggregator.modify(alice.user, made.connection_id, Change(capacity_mbps=2000))
+    done = aggregator.act(alice.user, "reserve-commit", made.connection_id)
+    assert done.capacity_mbps == 2000
+    (local,) = aggregator.provider.connections(alice.user)
+    assert (local.reservation.bandwidth_mbps, local.reservation.held_change) == (2000, None)
 
 
 def states(r, p, lc, active=False):

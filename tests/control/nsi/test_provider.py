@@ -194,3 +194,34 @@ def test_a_vlan_comes_free_when_its_connection_holds_nothing(provider, alice):
         provider.reserve(alice.user, vlan_ask("3020", "1779"))
     provider.abort(alice.user, first.connection_id)
     assert provider.reserve(alice.user, vlan_ask("3020", "1779")).source_stp.endswith("=3020")
+
+
+def test_modify_holds_the_new_version_until_committed(service, provider, alice):
+    made = provider.reserve(alice.user, ask())
+    provider.commit(alice.user, made.connection_id)
+    held = provider.modify(alice.user, made.connection_id, capacity_mbps=2000)
+    assert held.states.reservation is ReservationState.HELD
+    assert held.states.provision is ProvisionState.RELEASED  # the committed version's
+    assert held.reservation.bandwidth_mbps == 1000
+    done = provider.commit(alice.user, made.connection_id)
+    assert done.states.reservation is ReservationState.START
+    assert done.reservation.bandwidth_mbps == 2000
+
+
+def test_a_modify_that_does_not_fit_leaves_the_connection_as_it_was(provider, alice):
+    made = provider.reserve(alice.user, ask())
+    provider.commit(alice.user, made.connection_id)
+    with pytest.raises(UnavailableError):
+        provider.modify(alice.user, made.connection_id, capacity_mbps=20_000)
+    kept = provider.get(alice.user, made.connection_id)
+    assert kept.states.reservation is ReservationState.START
+    assert (kept.reservation.bandwidth_mbps, kept.reservation.held_change) == (1000, None)
+
+
+def test_terminating_with_a_change_held_drops_it(provider, alice):
+    made = provider.reserve(alice.user, ask())
+    provider.commit(alice.user, made.connection_id)
+    provider.modify(alice.user, made.connection_id, capacity_mbps=2000)
+    gone = provider.terminate(alice.user, made.connection_id)
+    assert gone.states.lifecycle is LifecycleState.TERMINATED
+    assert gone.reservation.held_change is None

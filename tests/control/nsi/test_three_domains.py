@@ -133,6 +133,18 @@ def test_a_circuit_across_three_domains(domains: dict[str, Domain]) -> None:
     up = _until(lambda: aggregate_state()["data_plane_active"])
     assert up, aggregate_state()
     assert all(s["data_plane_active"] for s in aggregate_state()["segments"])
+    # Modify while up: held in every domain, then committed in every domain.
+    modified = cheetah.call(
+        "POST", f"/api/v1/nsi/connections/{cid}/modify", json={"capacity_mbps": 2000}
+    )
+    assert modified.status_code == 200, modified.text
+    assert modified.json()["reservation_state"] == "ReserveHeld"
+    assert modified.json()["capacity_mbps"] == 1000  # until committed
+    committed = act("reserve-commit")
+    assert (committed["reservation_state"], committed["capacity_mbps"]) == ("ReserveStart", 2000)
+    for domain, segment in zip((usn, esnet), committed["segments"][1:], strict=True):
+        seen = domain.call("GET", f"/api/v1/nsi/connections/{segment['connection_id']}").json()
+        assert (seen["capacity_mbps"], seen["data_plane_active"]) == (2000, True)
     act("release")
     down = _until(lambda: aggregate_state()["provision_state"] == "Released")
     assert down, aggregate_state()

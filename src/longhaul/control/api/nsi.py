@@ -12,14 +12,14 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from longhaul.control.api.auth import CurrentUser
 from longhaul.control.api.routes import in_turn
 from longhaul.control.api.schemas import MAX_MBPS, _In
 from longhaul.control.db import User
-from longhaul.control.nsi.aggregator import Aggregate, Aggregator, SegmentView
+from longhaul.control.nsi.aggregator import Aggregate, Aggregator, Change, SegmentView
 from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
 from longhaul.control.nsi.states import ConnectionStates
 
@@ -41,6 +41,20 @@ class ReserveIn(_In):
     global_reservation_id: str = Field(default="", max_length=255)
     description: str = Field(default="", max_length=1000)
     requester_nsa: str = Field(default="", max_length=255)
+
+
+class ModifyIn(_In):
+    """NSI's modify: a new capacity, a new end time, or both; held until a
+    reserve-commit, a reserve-abort or the hold timeout."""
+
+    capacity_mbps: int | None = Field(default=None, gt=0, le=MAX_MBPS, strict=True)
+    end_time: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> ModifyIn:
+        if self.capacity_mbps is None and self.end_time is None:
+            raise ValueError("give capacity_mbps, end_time or both")
+        return self
 
 
 class SegmentOut(BaseModel):
@@ -198,6 +212,25 @@ async def connection(
         aggregate = await run_in_threadpool(aggregator.get, user, connection_id)
         return ConnectionOut.of_aggregate(aggregate)
     return ConnectionOut.of(nsi.get(user, connection_id))
+
+
+@router.post("/connections/{connection_id}/modify")
+async def modify(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    aggregator: AggregatorDep,
+    connection_id: ConnectionId,
+    body: ModifyIn,
+) -> ConnectionOut:
+    """NSI modify (a reserve on a committed connection): the new version is held, and
+    `ReserveHeld`, until a reserve-commit makes it the connection's or a reserve-abort or
+    the hold timeout leaves the connection as it was."""
+    if aggregator is not None and aggregator.has(connection_id):
+        change = Change(body.capacity_mbps, body.end_time)
+        done = await run_in_threadpool(aggregator.modify, user, connection_id, change)
+        return ConnectionOut.of_aggregate(done)
+    held = await in_turn(nsi.modify, user, connection_id, body.capacity_mbps, body.end_time)
+    return ConnectionOut.of(held)
 
 
 def _request(

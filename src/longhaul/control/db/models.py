@@ -7,7 +7,7 @@ migrations build exactly these tables.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -87,6 +87,10 @@ class Reservation(Base):
     held_until: Mapped[datetime | None]
     """When a hold times out if not committed (NSI's two-phase reserve). The commit clears
     it; after an abort or a timeout it stays: so None means admitted or committed."""
+    held_change: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    """A change held until `held_until` (NSI's modify: committed, aborted or timed out),
+    as `end`, `bandwidth_mbps`, `path_start`, `path_links`; while held, the reservation
+    holds the larger of both versions on every link."""
     provision: Mapped[bool] = mapped_column(Boolean, server_default=true(), default=True)
     """Whether its circuit is to be up during its slot. longhaul's own reservations always
     are; an NSI connection's only between a provision and a release request."""
@@ -201,6 +205,8 @@ class NsiAggregate(Base):
     end: Mapped[datetime]
     segments: Mapped[list[list[str]]] = mapped_column(JSON)
     """[network, connection id] of each segment, in path order."""
+    held_change: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    """A modify held in every segment: `capacity_mbps` and `end`, applied on commit."""
     created_at: Mapped[datetime]
 
 

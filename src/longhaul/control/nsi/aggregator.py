@@ -68,11 +68,26 @@ class Peer(Protocol):
     network: str
 
     def reserve(self, request: ReserveRequest) -> SegmentView: ...
+    def modify(self, connection_id: str, change: Change) -> SegmentView: ...
     def act(self, what: str, connection_id: str) -> SegmentView: ...
     def get(self, connection_id: str) -> SegmentView: ...
 
 
 ACTIONS = ("reserve-commit", "reserve-abort", "provision", "release", "terminate")
+
+
+@dataclass(frozen=True)
+class Change:
+    """NSI's modify: a new capacity, a new end time, or both."""
+
+    capacity_mbps: int | None = None
+    end: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "capacity_mbps": self.capacity_mbps,
+            "end_time": None if self.end is None else self.end.isoformat(),
+        }
 
 
 class LocalPeer:
@@ -83,6 +98,14 @@ class LocalPeer:
 
     def reserve(self, request: ReserveRequest) -> SegmentView:
         return self._guarded("reserve", lambda: self.provider.reserve(self.actor, request))
+
+    def modify(self, connection_id: str, change: Change) -> SegmentView:
+        return self._guarded(
+            "modify",
+            lambda: self.provider.modify(
+                self.actor, connection_id, change.capacity_mbps, change.end
+            ),
+        )
 
     def act(self, what: str, connection_id: str) -> SegmentView:
         calls: dict[str, Callable[[User, str], Connection]] = {
@@ -127,6 +150,10 @@ class RemotePeer:
             "requester_nsa": request.requester_nsa,
         }
         return self._call("reserve", "POST", "/connections", body)
+
+    def modify(self, connection_id: str, change: Change) -> SegmentView:
+        path = f"/connections/{connection_id}/modify"
+        return self._call("modify", "POST", path, change.to_json())
 
     def act(self, what: str, connection_id: str) -> SegmentView:
         return self._call(what, "POST", f"/connections/{connection_id}/{what}")
@@ -259,21 +286,66 @@ class Aggregator:
         segment and the first refusal is raised after all were tried."""
         row = self._row(actor, connection_id)
         parts = [(self._peer(actor, network), child) for network, child in row.segments]
+        changing = row.held_change is not None
         if what == "reserve-commit":
-            self._commit_all(parts)
+            try:
+                self._commit_all(parts, changing)
+            except PeerError:
+                if changing:
+                    self._settle_change(connection_id, applied=None)
+                raise
+            if changing:
+                self._settle_change(connection_id, applied=row.held_change)
         else:
             errors = [e for peer, child in parts if (e := _quietly(peer.act, what, child))]
+            if changing and what in ("reserve-abort", "terminate"):
+                self._settle_change(connection_id, applied=None)
             if errors:
                 raise errors[0]
         return self.get(actor, connection_id)
 
-    def _commit_all(self, parts: Sequence[tuple[Peer, str]]) -> None:
+    def _settle_change(self, connection_id: str, applied: dict[str, Any] | None) -> None:
+        """The aggregate's held change is over: made its own (`applied`), or dropped."""
+        with self.db.write() as session:
+            row = session.get_one(NsiAggregate, connection_id)
+            if applied is not None:
+                if applied.get("capacity_mbps") is not None:
+                    row.capacity_mbps = int(applied["capacity_mbps"])
+                if applied.get("end") is not None:
+                    row.end = datetime.fromisoformat(applied["end"])
+            row.held_change = None
+
+    def modify(self, actor: User, connection_id: str, change: Change) -> Aggregate:
+        """NSI's modify across domains: the change held in every segment, in path order;
+        if any domain refuses, the changes held so far are aborted and the connection
+        stays as it was."""
+        row = self._row(actor, connection_id)
+        parts = [(self._peer(actor, network), child) for network, child in row.segments]
+        done: list[tuple[Peer, str]] = []
+        try:
+            for peer, child in parts:
+                peer.modify(child, change)
+                done.append((peer, child))
+        except PeerError:
+            for peer, child in done:
+                _quietly(peer.act, "reserve-abort", child)
+            raise
+        with self.db.write() as session:
+            held = {"capacity_mbps": change.capacity_mbps, "end": change.to_json()["end_time"]}
+            session.get_one(NsiAggregate, connection_id).held_change = held
+        return self.get(actor, connection_id)
+
+    def _commit_all(self, parts: Sequence[tuple[Peer, str]], changing: bool) -> None:
+        """Commit every segment. When one refuses, the rest are aborted; on a first
+        commit, the segments committed already are terminated (nothing is left of a
+        connection that could not be made whole); on a change, they keep it."""
         for number, (peer, child) in enumerate(parts):
             try:
                 peer.act("reserve-commit", child)
             except PeerError:
-                for done, done_child in parts[:number]:
-                    _quietly(done.act, "terminate", done_child)
+                if not changing:
+                    for done, done_child in parts[:number]:
+                        _quietly(done.act, "terminate", done_child)
                 for rest, rest_child in parts[number + 1 :]:
                     _quietly(rest.act, "reserve-abort", rest_child)
                 raise

@@ -6,7 +6,8 @@ reservation, so admission, policy, the ledger and the job runner are the same fo
 | NSI (GFD.212 §4.1) | longhaul |
 |---|---|
 | reserve | admit `held` until the hold timeout, circuit not wanted up |
-| reserveCommit / reserveAbort | `commit` / `abort` |
+| reserve on a committed connection (modify) | `hold_change` |
+| reserveCommit / reserveAbort | `commit` / `abort` (of the first version or of a change) |
 | reserveTimeout (provider-side) | the job runner's `hold_expired` |
 | provision / release | circuit wanted up during the slot, or not (`want_up`) |
 | terminate | `cancel`, tearing down what is up |
@@ -33,7 +34,7 @@ from longhaul.control.errors import ConflictError, NotFoundError
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, State
 from longhaul.control.nsi.states import ConnectionStates, LifecycleState, observe
 from longhaul.control.nsi.stp import Stp, parse_stp
-from longhaul.control.requests import ReservationRequest
+from longhaul.control.requests import ReservationChange, ReservationRequest
 from longhaul.control.service import Service
 from longhaul.topology import Topology
 
@@ -128,6 +129,21 @@ class Provider:
         self.service.abort(actor, self._reservation_id(actor, connection_id))
         return self.get(actor, connection_id)
 
+    def modify(
+        self,
+        actor: User,
+        connection_id: str,
+        capacity_mbps: int | None = None,
+        end: datetime | None = None,
+    ) -> Connection:
+        """NSI's modify (a reserve on a committed connection): hold the new capacity or
+        end time until a reserve-commit makes it the connection's, a reserve-abort or the
+        hold's timeout leaves it as it was."""
+        change = ReservationChange(end=end, bandwidth_mbps=capacity_mbps)
+        reservation_id = self._reservation_id(actor, connection_id)
+        self.service.hold_change(actor, reservation_id, change, self.hold)
+        return self.get(actor, connection_id)
+
     def provision(self, actor: User, connection_id: str) -> Connection:
         self.service.want_up(actor, self._reservation_id(actor, connection_id), True)
         return self.get(actor, connection_id)
@@ -220,17 +236,27 @@ def _with_vlan(
     raise VlanUnavailableError(field, stp)
 
 
+def _committed(state: State, held_until: datetime | None) -> bool:
+    """Whether a version was ever committed: not while first held or timed out, nor once
+    that first hold was aborted (a commit clears the hold; an abort or a timeout keep it)."""
+    if state in (State.HELD, State.EXPIRED):
+        return False
+    return not (state is State.CANCELLED and held_until is not None)
+
+
 def _visible(actor: User, reservation: Reservation) -> bool:
     return actor.role == "admin" or reservation.owner_id == actor.id
 
 
 def _connection(row: NsiConnection) -> Connection:
     reservation = row.reservation
+    state = State(reservation.state)
     states = observe(
-        State(reservation.state),
+        state,
         provision=reservation.provision,
-        committed=reservation.held_until is None,
+        committed=_committed(state, reservation.held_until),
         terminated=row.terminated_at is not None,
+        change_held=reservation.held_change is not None,
     )
     return Connection(
         connection_id=row.connection_id,

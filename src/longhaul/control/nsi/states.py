@@ -3,8 +3,9 @@ reservation that carries it.
 
 The reservation's lifecycle (`longhaul.control.lifecycle`) is the one machine longhaul
 moves; NSI's are views of it, so the two can never disagree. Whether a version was ever
-committed (the provision machine exists only from then, §4.3.2) is the reservation's
-cleared hold; only whether a terminate was asked is kept on the connection.
+committed (the provision machine exists only from then, §4.3.2) is told by the
+reservation's state and hold; only whether a terminate was asked is kept on the
+connection.
 
 The transitional states (ReserveChecking, ReserveCommitting, ReserveAborting,
 Provisioning, Terminating where no circuit is up) last only while a request is being
@@ -61,11 +62,18 @@ class ConnectionStates:
     """The circuit is up in the network (GFD.212's dataPlaneStatus `active`)."""
 
 
-def observe(state: State, provision: bool, committed: bool, terminated: bool) -> ConnectionStates:
+def observe(
+    state: State,
+    provision: bool,
+    committed: bool,
+    terminated: bool,
+    change_held: bool = False,
+) -> ConnectionStates:
     """The NSI states of a connection whose reservation is in `state`, wanted up or not
-    (`provision`), ever committed or not, and terminated or not."""
+    (`provision`), ever committed or not, terminated or not, with a change (NSI's modify)
+    held or not."""
     return ConnectionStates(
-        reservation=_reservation(state),
+        reservation=ReservationState.HELD if change_held else _reservation(state),
         provision=_provision(state, provision) if committed else None,
         lifecycle=_lifecycle(state, committed, terminated),
         data_plane_active=state is State.ACTIVE,

@@ -24,6 +24,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("reservations") as batch:
         batch.add_column(sa.Column("held_until", UTCDateTime(), nullable=True))
+        batch.add_column(sa.Column("held_change", sa.JSON(none_as_null=True), nullable=True))
         batch.add_column(
             sa.Column("provision", sa.Boolean(), nullable=False, server_default=sa.true())
         )
@@ -63,6 +64,7 @@ def upgrade() -> None:
         sa.Column("start", UTCDateTime(), nullable=False),
         sa.Column("end", UTCDateTime(), nullable=False),
         sa.Column("segments", sa.JSON(), nullable=False),
+        sa.Column("held_change", sa.JSON(none_as_null=True), nullable=True),
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
 
@@ -72,4 +74,5 @@ def downgrade() -> None:
     op.drop_table("nsi_connections")
     with op.batch_alter_table("reservations") as batch:
         batch.drop_column("provision")
+        batch.drop_column("held_change")
         batch.drop_column("held_until")
