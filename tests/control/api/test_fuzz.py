@@ -74,6 +74,10 @@ def operations():
         "POST /api/v1/nsi/connections/{connection_id}/provision",
         "POST /api/v1/nsi/connections/{connection_id}/release",
         "POST /api/v1/nsi/connections/{connection_id}/terminate",
+        "GET /api/v1/nsi/availability/fixed-slot",
+        "GET /api/v1/nsi/availability/earliest-start",
+        "GET /api/v1/nsi/availability/max-bandwidth",
+        "GET /api/v1/nsi/availability/all-slots",
         # Last: these may rotate or revoke the fuzzer's own token.
         "POST /api/v1/users/{name}/token",
         "DELETE /api/v1/users/{name}/token",

@@ -115,3 +115,31 @@ def test_another_users_connection_is_not_found(api, alice, bob, net):
         call = api.get if path.endswith(cid) else api.post
         assert call(path, headers=auth(bob)).status_code == 404
     assert api.get("/api/v1/nsi/connections").status_code == 401
+
+
+def test_the_four_queries_in_one_domain(api, alice, net):
+    api.post("/api/v1/nsi/connections", json=body(net, mbps=9000), headers=auth(alice))
+    ends = {"source_stp": f"{net}:ORNL", "dest_stp": f"{net}:SUNNYVALE"}
+    slot = {"start_time": (T0 + HOUR).isoformat(), "end_time": (T0 + 2 * HOUR).isoformat()}
+
+    def query(name, **params):
+        answer = api.get(
+            f"/api/v1/nsi/availability/{name}", params={**ends, **params}, headers=auth(alice)
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    # 9,000 held on one of the two ORNL-SUNNYVALE paths: the other is still whole.
+    assert query("max-bandwidth", **slot)["capacity_mbps"] == 9600
+    assert query("fixed-slot", capacity_mbps=9600, **slot)["available"] is True
+    earliest = query("earliest-start", capacity_mbps=9600, duration="1h", not_before=T0.isoformat())
+    assert earliest["start_time"] == T0.isoformat().replace("+00:00", "Z")
+    assert [s["network"] for s in earliest["segments"]] == [net]
+    window = {"window_start": T0.isoformat(), "window_end": (T0 + 4 * HOUR).isoformat()}
+    assert query("all-slots", capacity_mbps=100, duration="1h", **window)["slots"]
+    bad = api.get(
+        "/api/v1/nsi/availability/max-bandwidth",
+        params={**ends, "source_stp": "urn:ogf:network:es.net:2013:x:1", **slot},
+        headers=auth(alice),
+    )
+    assert bad.status_code == 422 and "source_stp" in bad.text

@@ -183,6 +183,35 @@ def test_a_refusal_in_the_middle_domain_leaves_nothing_held(domains: dict[str, D
     assert held["state"] == "cancelled"
     assert {c["connection_id"] for c in esnet.connections()} == before["esnet"]
     assert {c["connection_id"] for c in usn.connections()} == before["usn"]
+    # Each domain answers the four queries for its segment: USN's way is full for 3 h.
+    ends = {"source_stp": f"{CHEETAH}:MCNC", "dest_stp": f"{ESNET}:NERSC"}
+
+    def query(name: str, **params: object) -> dict[str, object]:
+        answer = cheetah.call("GET", f"/api/v1/nsi/availability/{name}", params={**ends, **params})
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    hour = timedelta(hours=1)
+    slot = {"start_time": start.isoformat(), "end_time": (start + hour).isoformat()}
+    widest = query("max-bandwidth", **slot)
+    assert widest["capacity_mbps"] == 0
+    assert [s["network"] for s in widest["segments"]] == [CHEETAH, USN, ESNET]
+    later = {
+        "start_time": (start + 3 * hour).isoformat(),
+        "end_time": (start + 4 * hour).isoformat(),
+    }
+    # Then the least of CHEETAH's OC192 (9,600), USN's WAN PHY (9,290), ESnet's 10GigE.
+    assert query("max-bandwidth", **later)["capacity_mbps"] == 9290
+    assert query("fixed-slot", capacity_mbps=1000, **slot)["available"] is False
+    assert query("fixed-slot", capacity_mbps=1000, **later)["available"] is True
+    earliest = query(
+        "earliest-start", capacity_mbps=1000, duration="1h", not_before=start.isoformat()
+    )
+    assert datetime.fromisoformat(earliest["start_time"]) == start + 3 * hour
+    window = {"window_start": start.isoformat(), "window_end": (start + 6 * hour).isoformat()}
+    runs = query("all-slots", capacity_mbps=1000, duration="1h", **window)["slots"]
+    assert [datetime.fromisoformat(runs[0]["first_start"]) - start] == [3 * hour]
+    assert len(runs) == 1
     # And the bandwidth CHEETAH held is free again: the same request fits there alone.
     local = {
         "source_stp": f"{CHEETAH}:MCNC?vlan=100",

@@ -17,11 +17,21 @@ from starlette.concurrency import run_in_threadpool
 
 from longhaul.control.api.auth import CurrentUser
 from longhaul.control.api.routes import in_turn
-from longhaul.control.api.schemas import MAX_MBPS, _In
+from longhaul.control.api.schemas import MAX_MBPS, SlotRun, _In
 from longhaul.control.db import User
-from longhaul.control.nsi.aggregator import Aggregate, Aggregator, Change, SegmentView
+from longhaul.control.nsi import queries
+from longhaul.control.nsi.aggregator import (
+    Aggregate,
+    Aggregator,
+    Change,
+    LocalAnswers,
+    SegmentView,
+)
 from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
+from longhaul.control.nsi.queries import SegmentAnswers
 from longhaul.control.nsi.states import ConnectionStates
+from longhaul.control.nsi.stp import parse_stp
+from longhaul.parsing import parse_duration
 
 router = APIRouter(prefix="/api/v1/nsi", tags=["nsi"])
 
@@ -259,3 +269,130 @@ _request(
     "NSI terminate: end the connection, tearing down what is up.",
     lambda p: p.terminate,
 )
+
+
+# -- the four queries across domains -------------------------------------------------------
+
+Stp = Annotated[
+    str, Query(min_length=16, max_length=512, pattern=r"^urn:ogf:network:[\x21-\x7e]+$")
+]
+Capacity = Annotated[int, Query(gt=0, le=MAX_MBPS)]
+Instant = Annotated[AwareDatetime, Query(description="RFC 3339 with a zone.")]
+Duration = Annotated[str, Query(max_length=64, description="2h, 90m, seconds or ISO 8601.")]
+
+
+class SegmentAnswerOut(BaseModel):
+    network: str
+    source: str
+    dest: str
+
+
+class NsiFixedSlotOut(BaseModel):
+    available: bool
+    """Free for the whole slot in every domain the way crosses."""
+    segments: list[SegmentAnswerOut]
+
+
+class NsiMaxBandwidthOut(BaseModel):
+    capacity_mbps: int
+    """The least of each domain's highest bandwidth free for the slot."""
+    segments: list[SegmentAnswerOut]
+
+
+class NsiEarliestStartOut(BaseModel):
+    start_time: datetime | None
+    """The earliest start every domain allows; None if one never can."""
+    segments: list[SegmentAnswerOut]
+
+
+class NsiAllSlotsOut(BaseModel):
+    slots: list[SlotRun]
+    """The starts every domain allows, as runs from the first to the last."""
+    segments: list[SegmentAnswerOut]
+
+
+def _answers(
+    nsi: Provider, aggregator: Aggregator | None, source_stp: str, dest_stp: str
+) -> list[SegmentAnswers]:
+    """Each domain's answerer for its segment: this domain alone without peering."""
+    if aggregator is not None:
+        return aggregator.answers(source_stp, dest_stp)
+    src = parse_stp(source_stp, "source_stp", nsi.network)
+    dst = parse_stp(dest_stp, "dest_stp", nsi.network)
+    return [LocalAnswers(nsi.network, nsi.service, src.local, dst.local)]
+
+
+def _segments(answers: list[SegmentAnswers]) -> list[SegmentAnswerOut]:
+    return [SegmentAnswerOut(network=a.network, source=a.src, dest=a.dst) for a in answers]
+
+
+@router.get("/availability/fixed-slot")
+def nsi_fixed_slot(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    aggregator: AggregatorDep,
+    source_stp: Stp,
+    dest_stp: Stp,
+    capacity_mbps: Capacity,
+    start_time: Instant,
+    end_time: Instant,
+) -> NsiFixedSlotOut:
+    """Query 1 across domains: is the capacity free for the slot in every domain."""
+    answers = _answers(nsi, aggregator, source_stp, dest_stp)
+    found = queries.fixed_slot(answers, capacity_mbps, start_time, end_time)
+    return NsiFixedSlotOut(available=found, segments=_segments(answers))
+
+
+@router.get("/availability/earliest-start")
+def nsi_earliest_start(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    aggregator: AggregatorDep,
+    source_stp: Stp,
+    dest_stp: Stp,
+    capacity_mbps: Capacity,
+    duration: Duration,
+    not_before: Instant,
+) -> NsiEarliestStartOut:
+    """Query 2 across domains: the earliest start at or after `not_before` that every
+    domain allows for the capacity and duration."""
+    answers = _answers(nsi, aggregator, source_stp, dest_stp)
+    length = parse_duration(duration, "duration")
+    found = queries.earliest_start(answers, capacity_mbps, length, not_before)
+    return NsiEarliestStartOut(start_time=found, segments=_segments(answers))
+
+
+@router.get("/availability/max-bandwidth")
+def nsi_max_bandwidth(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    aggregator: AggregatorDep,
+    source_stp: Stp,
+    dest_stp: Stp,
+    start_time: Instant,
+    end_time: Instant,
+) -> NsiMaxBandwidthOut:
+    """Query 3 across domains: the highest capacity free for the slot in every domain."""
+    answers = _answers(nsi, aggregator, source_stp, dest_stp)
+    found = queries.max_bandwidth(answers, start_time, end_time)
+    return NsiMaxBandwidthOut(capacity_mbps=found, segments=_segments(answers))
+
+
+@router.get("/availability/all-slots")
+def nsi_all_slots(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    aggregator: AggregatorDep,
+    source_stp: Stp,
+    dest_stp: Stp,
+    capacity_mbps: Capacity,
+    duration: Duration,
+    window_start: Instant,
+    window_end: Instant,
+) -> NsiAllSlotsOut:
+    """Query 4 across domains: every start in the window that every domain allows."""
+    answers = _answers(nsi, aggregator, source_stp, dest_stp)
+    length = parse_duration(duration, "duration")
+    runs = queries.all_slots(answers, capacity_mbps, length, window_start, window_end)
+    slots = [SlotRun(first_start=first, last_start=last) for first, last in runs]
+    return NsiAllSlotsOut(slots=slots, segments=_segments(answers))

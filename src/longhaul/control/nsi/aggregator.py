@@ -19,7 +19,7 @@ import tomllib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -30,6 +30,7 @@ from longhaul.control.db import NSI_AGGREGATES, NsiAggregate, User
 from longhaul.control.errors import ConflictError, NotFoundError
 from longhaul.control.nsi.domains import Domains, load_domains, shipped_domains
 from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
+from longhaul.control.nsi.queries import Run, SegmentAnswers
 from longhaul.control.nsi.states import (
     ConnectionStates,
     LifecycleState,
@@ -37,6 +38,7 @@ from longhaul.control.nsi.states import (
     ReservationState,
 )
 from longhaul.control.nsi.stp import URN_PREFIX, Stp, parse_stp
+from longhaul.control.service import Service
 from longhaul.errors import InputError
 
 S = TypeVar("S")
@@ -133,7 +135,7 @@ class RemotePeer:
     def __init__(self, network: str, url: str, token: str, timeout_s: float = PEER_TIMEOUT_S):
         self.network = network
         self.client = httpx.Client(
-            base_url=url.rstrip("/") + "/api/v1/nsi",
+            base_url=url.rstrip("/") + "/api/v1",
             headers={"Authorization": f"Bearer {token}"},
             timeout=timeout_s,
         )
@@ -149,21 +151,29 @@ class RemotePeer:
             "description": request.description,
             "requester_nsa": request.requester_nsa,
         }
-        return self._call("reserve", "POST", "/connections", body)
+        return self._call("reserve", "POST", "/nsi/connections", body)
 
     def modify(self, connection_id: str, change: Change) -> SegmentView:
-        path = f"/connections/{connection_id}/modify"
+        path = f"/nsi/connections/{connection_id}/modify"
         return self._call("modify", "POST", path, change.to_json())
 
     def act(self, what: str, connection_id: str) -> SegmentView:
-        return self._call(what, "POST", f"/connections/{connection_id}/{what}")
+        return self._call(what, "POST", f"/nsi/connections/{connection_id}/{what}")
 
     def get(self, connection_id: str) -> SegmentView:
-        return self._call("query", "GET", f"/connections/{connection_id}")
+        return self._call("query", "GET", f"/nsi/connections/{connection_id}")
+
+    def availability(self, query: str, params: dict[str, str]) -> dict[str, Any]:
+        """One of the four queries, asked of that domain (`/api/v1/availability/QUERY`)."""
+        answer: dict[str, Any] = self._json(query, "GET", f"/availability/{query}", params=params)
+        return answer
 
     def _call(self, what: str, method: str, path: str, body: Any = None) -> SegmentView:
+        return _remote_view(self.network, self._json(what, method, path, body))
+
+    def _json(self, what: str, method: str, path: str, body: Any = None, params: Any = None) -> Any:
         try:
-            answer = self.client.request(method, path, json=body)
+            answer = self.client.request(method, path, json=body, params=params)
         except httpx.HTTPError as exc:
             raise PeerError(self.network, what, f"no answer ({exc})", 504) from exc
         if answer.status_code >= 300:
@@ -174,7 +184,7 @@ class RemotePeer:
             raise PeerError(
                 self.network, what, f"{answer.status_code} {detail}", answer.status_code
             )
-        return _remote_view(self.network, answer.json())
+        return answer.json()
 
     def close(self) -> None:
         self.client.close()
@@ -234,6 +244,25 @@ class Aggregator:
         self.network = provider.network
         self.db = provider.service.db
         self.clock = provider.service.clock
+
+    def answers(self, source_stp: str, dest_stp: str) -> list[SegmentAnswers]:
+        """Who answers the four queries for each segment of the way between two STPs
+        (each domain answers any signed-in user: the queries only read)."""
+        src = _any_stp(source_stp, "source_stp", self.domains)
+        dst = _any_stp(dest_stp, "dest_stp", self.domains)
+        found: list[SegmentAnswers] = []
+        for segment in self.domains.split(src, dst):
+            ends = segment.src.local, segment.dst.local
+            if segment.network == self.network:
+                found.append(LocalAnswers(self.network, self.provider.service, *ends))
+                continue
+            peer = self.remote.get(segment.network)
+            if peer is None:
+                raise PeerError(
+                    segment.network, "the query", "this domain has no address for it", 502
+                )
+            found.append(RemoteAnswers(peer, *ends))
+        return found
 
     def is_remote(self, stp_text: str) -> bool:
         """Whether an STP lies outside this domain (so the request needs the aggregator)."""
@@ -396,6 +425,78 @@ class Aggregator:
     def close(self) -> None:
         for peer in self.remote.values():
             peer.close()
+
+
+class LocalAnswers:
+    """This domain's answers for its segment, from its own calendar."""
+
+    def __init__(self, network: str, service: Service, src: str, dst: str) -> None:
+        self.network, self.service, self.src, self.dst = network, service, src, dst
+
+    def fixed_slot(self, mbps: int, start: datetime, end: datetime) -> bool:
+        avail = self.service.availability()
+        return avail.fixed_slot(self.src, self.dst, mbps, start, end) is not None
+
+    def earliest_start(
+        self, mbps: int, duration: timedelta, not_before: datetime
+    ) -> datetime | None:
+        found = self.service.availability().earliest_start(
+            self.src, self.dst, mbps, duration, not_before
+        )
+        return None if found is None else found.start
+
+    def max_bandwidth(self, start: datetime, end: datetime) -> int:
+        return self.service.availability().max_bandwidth(self.src, self.dst, start, end)[0]
+
+    def all_slots(
+        self, mbps: int, duration: timedelta, window_start: datetime, window_end: datetime
+    ) -> list[Run]:
+        slots = self.service.availability().all_slots(
+            self.src, self.dst, mbps, duration, (window_start, window_end)
+        )
+        return slots.windows()
+
+
+class RemoteAnswers:
+    """Another domain's answers for its segment, through its `/api/v1/availability`."""
+
+    def __init__(self, peer: RemotePeer, src: str, dst: str) -> None:
+        self.peer, self.network, self.src, self.dst = peer, peer.network, src, dst
+
+    def _ask(self, query: str, **params: object) -> dict[str, Any]:
+        texts = {k: v.isoformat() if isinstance(v, datetime) else str(v) for k, v in params.items()}
+        return self.peer.availability(query, {"src": self.src, "dst": self.dst, **texts})
+
+    def fixed_slot(self, mbps: int, start: datetime, end: datetime) -> bool:
+        answer = self._ask("fixed-slot", bandwidth_mbps=mbps, start=start, end=end)
+        return answer["path"] is not None
+
+    def earliest_start(
+        self, mbps: int, duration: timedelta, not_before: datetime
+    ) -> datetime | None:
+        seconds = int(duration.total_seconds())
+        answer = self._ask(
+            "earliest-start", bandwidth_mbps=mbps, duration=seconds, not_before=not_before
+        )
+        return None if answer["start"] is None else datetime.fromisoformat(answer["start"])
+
+    def max_bandwidth(self, start: datetime, end: datetime) -> int:
+        return int(self._ask("max-bandwidth", start=start, end=end)["bandwidth_mbps"])
+
+    def all_slots(
+        self, mbps: int, duration: timedelta, window_start: datetime, window_end: datetime
+    ) -> list[Run]:
+        answer = self._ask(
+            "all-slots",
+            bandwidth_mbps=mbps,
+            duration=int(duration.total_seconds()),
+            window_start=window_start,
+            window_end=window_end,
+        )
+        return [
+            (datetime.fromisoformat(run["first_start"]), datetime.fromisoformat(run["last_start"]))
+            for run in answer["slots"]
+        ]
 
 
 def combine(children: Sequence[ConnectionStates]) -> ConnectionStates:
