@@ -11,6 +11,7 @@ import pytest
 
 from longhaul.control.db import User
 from longhaul.control.drivers import LogDriver
+from longhaul.control.jobs import JobRunner
 from longhaul.control.service import Service
 from longhaul.db import Database, migrate
 from longhaul.topology import usn
@@ -30,6 +31,17 @@ class Clock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+def settle(runner: JobRunner) -> None:
+    """Run what is due until nothing more is (a job may make the next one due)."""
+    for _ in range(20):
+        started = runner.run_due()
+        if not started:
+            return
+        for future in started:
+            future.result(timeout=30)
+    raise AssertionError("jobs kept coming")
 
 
 @pytest.fixture

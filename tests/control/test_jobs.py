@@ -15,7 +15,7 @@ from longhaul.control.requests import ReservationChange, ReservationRequest
 from longhaul.control.transitions import circuit_of
 from longhaul.control.work import PROVISION
 
-from .conftest import T0
+from .conftest import T0, settle
 
 HOUR = timedelta(hours=1)
 SECOND = timedelta(seconds=1)
@@ -72,17 +72,6 @@ def runner(service, driver):
     runner = JobRunner(service, call_timeout_s=2)
     yield runner
     runner.stop()
-
-
-def settle(runner):
-    """Run what is due until nothing more is (a job may make the next one due)."""
-    for _ in range(20):
-        started = runner.run_due()
-        if not started:
-            return
-        for future in started:
-            future.result(timeout=30)
-    raise AssertionError("jobs kept coming")
 
 
 def book(service, account, start=T0 + HOUR, hours=2, mbps=1000):

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from longhaul.control.db import LEDGER, Ledger, Reservation
 from longhaul.control.lifecycle import HOLDS_BANDWIDTH
-from longhaul.control.requests import HeldChange
+from longhaul.control.requests import Version
 from longhaul.schedule import Availability, Booking, larger_of
 from longhaul.topology import Topology
 
@@ -126,7 +126,7 @@ class BookingLedger:
         now = _bookings(self.topology, links, start, end, mbps)
         if held_change is None:
             return now
-        change = HeldChange.of(held_change)
+        change = Version.of(held_change)
         other = _bookings(self.topology, change.path_links, start, change.end, change.mbps)
         return larger_of(now, other)
 

@@ -76,8 +76,9 @@ class ReservationChange:
 
 
 @dataclass(frozen=True)
-class HeldChange:
-    """A reservation's next version, held until committed or aborted (NSI's modify)."""
+class Version:
+    """A reservation's end, bandwidth and path: the ones it has, or a change held for it
+    until committed or aborted (NSI's modify)."""
 
     end: datetime
     mbps: int
@@ -93,7 +94,7 @@ class HeldChange:
         }
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> HeldChange:
+    def of(cls, data: dict[str, Any]) -> Version:
         return cls(
             datetime.fromisoformat(data["end"]),
             int(data["bandwidth_mbps"]),

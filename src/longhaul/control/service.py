@@ -48,10 +48,10 @@ from longhaul.control.lifecycle import (
 )
 from longhaul.control.policy import Policy
 from longhaul.control.requests import (
-    HeldChange,
     ListFilter,
     ReservationChange,
     ReservationRequest,
+    Version,
 )
 from longhaul.control.transitions import Transitions, circuit_of, path_of
 from longhaul.control.work import Work
@@ -336,19 +336,9 @@ class Service:
             limits = self.policy.limits(actor.name, actor.role)  # the one asking
             policy.check(limits, mbps, end - reservation.start, end - now, 0)
             path = self._readmit(reservation, avail, old_path, mbps, end)
-            before = circuit_of(self.topology, reservation)
             what = _describe_change(reservation, end, mbps, path != old_path)
-            reservation.end, reservation.bandwidth_mbps, reservation.updated_at = end, mbps, now
-            reservation.path_start, reservation.path_links = path.nodes[0], list(path.link_ids)
-            self.ledger.changed(session, reservation)
-            self.transitions.record(session, reservation, state, state, what, actor.name)
-            if state in CIRCUIT_UP:
-                try:
-                    self.driver.modify(circuit_of(self.topology, reservation), before)
-                except DriverError as exc:
-                    raise NetworkError(
-                        f"the network refused the change ({exc}); nothing changed"
-                    ) from exc
+            version = Version(end, mbps, path.nodes[0], list(path.link_ids))
+            self._become(session, actor, reservation, version, what, "nothing changed")
             session.flush()
         self.on_change(reservation.end)
         return reservation
@@ -503,7 +493,7 @@ class Service:
             policy.check(limits, mbps, end - reservation.start, end - now, 0)
             avail = self._availability(session, without=reservation)
             path = self._readmit(reservation, avail, path_of(self.topology, reservation), mbps, end)
-            held = HeldChange(end, mbps, path.nodes[0], list(path.link_ids))
+            held = Version(end, mbps, path.nodes[0], list(path.link_ids))
             reservation.held_change, reservation.held_until = held.to_json(), now + hold
             reservation.updated_at = now
             self.ledger.changed(session, reservation)
@@ -524,29 +514,38 @@ class Service:
     def _commit_change(self, session: Session, actor: User, reservation: Reservation) -> None:
         """Make the held change the reservation (its devices too, if its circuit is up)."""
         assert reservation.held_change is not None
-        held = HeldChange.of(reservation.held_change)
-        state = State(reservation.state)
-        now = self.clock()
-        if reservation.held_until is not None and reservation.held_until <= now:
+        held = Version.of(reservation.held_change)
+        if reservation.held_until is not None and reservation.held_until <= self.clock():
             raise ConflictError("the change's hold timed out before the commit")
+        rerouted = held.path_links != reservation.path_links
+        what = "committed: " + _describe_change(reservation, held.end, held.mbps, rerouted)
+        reservation.held_change, reservation.held_until = None, None
+        self._become(session, actor, reservation, held, what, "the change is still held")
+
+    def _become(
+        self,
+        session: Session,
+        actor: User,
+        reservation: Reservation,
+        version: Version,
+        what: str,
+        otherwise: str,
+    ) -> None:
+        """Make `reservation` this version and record it as `what`. A circuit that is up
+        is changed in the network too; if the network refuses, `NetworkError` (saying
+        `otherwise`, what stands) rolls the transaction back."""
+        state = State(reservation.state)
         before = circuit_of(self.topology, reservation)
-        what = _describe_change(
-            reservation, held.end, held.mbps, held.path_links != reservation.path_links
-        )
-        reservation.end, reservation.bandwidth_mbps = held.end, held.mbps
-        reservation.path_start, reservation.path_links = held.path_start, held.path_links
-        reservation.held_change, reservation.held_until, reservation.updated_at = None, None, now
+        reservation.end, reservation.bandwidth_mbps = version.end, version.mbps
+        reservation.path_start, reservation.path_links = version.path_start, version.path_links
+        reservation.updated_at = self.clock()
         self.ledger.changed(session, reservation)
-        self.transitions.record(
-            session, reservation, state, state, "committed: " + what, actor.name
-        )
+        self.transitions.record(session, reservation, state, state, what, actor.name)
         if state in CIRCUIT_UP:
             try:
                 self.driver.modify(circuit_of(self.topology, reservation), before)
             except DriverError as exc:
-                raise NetworkError(
-                    f"the network refused the change ({exc}); the change is still held"
-                ) from exc
+                raise NetworkError(f"the network refused the change ({exc}); {otherwise}") from exc
 
     def drop_change(self, session: Session, reservation: Reservation, why: str, actor: str) -> None:
         """Forget the change held for `reservation`: it holds its own version only again."""

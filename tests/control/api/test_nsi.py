@@ -7,7 +7,7 @@ import pytest
 from longhaul.control.jobs import JobRunner
 from longhaul.control.nsi.provider import default_network
 
-from ..conftest import T0
+from ..conftest import T0, settle
 from .conftest import auth
 
 HOUR = timedelta(hours=1)
@@ -33,12 +33,7 @@ def body(net, mbps=1000, **extra):
 def run_due(service):
     runner = JobRunner(service, call_timeout_s=5)
     try:
-        for _ in range(10):
-            started = runner.run_due()
-            if not started:
-                return
-            for future in started:
-                future.result(timeout=30)
+        settle(runner)
     finally:
         runner.stop()
 

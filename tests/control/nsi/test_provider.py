@@ -11,7 +11,7 @@ from longhaul.control.nsi.provider import Provider, ReserveRequest, VlanUnavaila
 from longhaul.control.nsi.states import LifecycleState, ProvisionState, ReservationState
 from longhaul.errors import InputError
 
-from ..conftest import T0
+from ..conftest import T0, settle
 
 NET = "urn:ogf:network:ornl.gov:2026:usn"
 HOUR = timedelta(hours=1)
@@ -27,16 +27,6 @@ def runner(service):
     runner = JobRunner(service, call_timeout_s=5)
     yield runner
     runner.stop()
-
-
-def settle(runner):
-    for _ in range(20):
-        started = runner.run_due()
-        if not started:
-            return
-        for future in started:
-            future.result(timeout=30)
-    raise AssertionError("jobs kept coming")
 
 
 def ask(mbps=1000, start=T0 + HOUR, hours=2, src="ORNL", dst="SUNNYVALE"):
