@@ -18,6 +18,7 @@ from longhaul.cli import (
     control,
     devices,
     encrypt,
+    nsi,
     report,
     reservations,
     sim,
@@ -47,6 +48,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(analyze.app, name="analyze")
 app.add_typer(sim.app, name="sim")
 app.add_typer(devices.app, name="devices")
+app.add_typer(nsi.app, name="nsi")
 app.command(name="slots")(slots.slots)
 app.command(name="report")(report.report)
 app.command(name="demo")(report.demo)

@@ -110,6 +110,27 @@ class Client:
     def cancel(self, reservation_id: int) -> dict[str, Any]:
         return dict(self._call("POST", f"/api/v1/reservations/{reservation_id}/cancel"))
 
+    def nsi_reserve(self, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._call("POST", "/api/v1/nsi/connections", json=body))
+
+    def nsi_connections(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/api/v1/nsi/connections"))
+
+    def nsi_connection(self, connection_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/api/v1/nsi/connections/{connection_id}"))
+
+    def nsi_request(
+        self, connection_id: str, what: str, body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`reserve-commit`, `reserve-abort`, `provision`, `release`, `terminate`, or
+        `modify` (with a body)."""
+        path = f"/api/v1/nsi/connections/{connection_id}/{what}"
+        return dict(self._call("POST", path, json=body))
+
+    def nsi_availability(self, query: str, **params: Any) -> dict[str, Any]:
+        path = f"/api/v1/nsi/availability/{query}"
+        return dict(self._call("GET", path, params=_drop_none(params)))
+
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)

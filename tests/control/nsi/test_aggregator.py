@@ -1,6 +1,6 @@
 """The aggregator with domains that refuse: what it leaves behind, and its states."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import pytest
@@ -185,3 +185,13 @@ def states(r, p, lc, active=False):
 )
 def test_an_aggregate_reads_as_its_least_advanced_segment(children, expected):
     assert combine(children) == expected
+
+
+def test_a_refusal_in_this_domain_aborts_what_the_others_hold(aggregator, alice):
+    too_wide = replace(ask(), capacity_mbps=9500)  # more than USN's WAN PHY at Chicago
+    with pytest.raises(PeerError, match=r"ornl\.gov:2026:usn refused reserve") as caught:
+        aggregator.reserve(alice.user, too_wide)
+    assert caught.value.status == 409
+    assert aggregator.remote[NET["cheetah"]].asked[-1] == ("reserve-abort", f"c-{NET['cheetah']}")
+    assert aggregator.remote[NET["esnet"]].asked == []
+    assert aggregator.provider.connections(alice.user) == []

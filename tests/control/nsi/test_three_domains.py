@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -228,3 +229,33 @@ def test_a_refusal_in_the_middle_domain_leaves_nothing_held(domains: dict[str, D
         ).status_code
         == 200
     )
+
+
+def test_the_nsi_commands_across_the_domains(domains: dict[str, Domain]) -> None:
+    cheetah = domains["cheetah"]
+    env = {"LONGHAUL_TOKEN": cheetah.token}
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=5)
+    end = start + timedelta(hours=1)
+    ends = ["--from", f"{CHEETAH}:MCNC?vlan=101", "--to", f"{ESNET}:NERSC?vlan=201"]
+    made = cheetah.server.cli(
+        "nsi", "reserve", *ends, "--capacity", "500", "--start", start.isoformat(),
+        "--end", end.isoformat(), "--commit", "--json", env=env,
+    )  # fmt: skip
+    connection = json.loads(made.stdout)
+    cid = connection["connection_id"]
+    assert (connection["reservation_state"], connection["provision_state"]) == (
+        "ReserveStart", "Released",
+    )  # fmt: skip
+    assert cid in cheetah.server.cli("nsi", "list", env=env).stdout
+    shown = cheetah.server.cli("nsi", "show", cid, env=env).stdout
+    assert "sox-sn16k:2/1?vlan=3020" in shown or "sox-sn16k:2/1?vlan=302" in shown
+    widest = cheetah.server.cli(
+        "nsi", "available", "--from", f"{CHEETAH}:MCNC", "--to", f"{ESNET}:NERSC",
+        "--start", start.isoformat(), "--end", end.isoformat(), env=env,
+    ).stdout  # fmt: skip
+    # The OC192s at MCNC-SoX and ORNL-Atlanta hold 500 as four 150 Mb/s granules: 9,000 left.
+    assert "highest capacity free: 9,000 Mb/s" in widest
+    refused = cheetah.server.cli("nsi", "modify", cid, "--capacity", "20000", env=env, check=False)
+    assert refused.returncode == 2
+    assert "cheetah.example:2026:cheetah refused modify" in refused.stderr
+    assert "Terminated" in cheetah.server.cli("nsi", "terminate", cid, env=env).stdout

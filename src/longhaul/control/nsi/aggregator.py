@@ -27,7 +27,13 @@ import httpx
 from sqlalchemy import insert, select
 
 from longhaul.control.db import NSI_AGGREGATES, NsiAggregate, User
-from longhaul.control.errors import ConflictError, NotFoundError
+from longhaul.control.errors import (
+    ConflictError,
+    ForbiddenError,
+    NetworkError,
+    NotFoundError,
+    UnavailableError,
+)
 from longhaul.control.nsi.domains import Domains, load_domains, shipped_domains
 from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
 from longhaul.control.nsi.queries import Run, SegmentAnswers
@@ -38,10 +44,22 @@ from longhaul.control.nsi.states import (
     ReservationState,
 )
 from longhaul.control.nsi.stp import URN_PREFIX, Stp, parse_stp
+from longhaul.control.policy import PolicyError
 from longhaul.control.service import Service
 from longhaul.errors import InputError
 
 S = TypeVar("S")
+
+REFUSALS = (
+    ConflictError,
+    ForbiddenError,
+    InputError,
+    NetworkError,
+    NotFoundError,
+    PolicyError,
+    UnavailableError,
+)
+"""What this domain's service raises when it says no (not when it breaks)."""
 
 PEER_TIMEOUT_S = 30.0
 """How long a peer's answer may take before the request counts as refused."""
@@ -123,10 +141,12 @@ class LocalPeer:
         return _local_view(self.network, self.provider.get(self.actor, connection_id))
 
     def _guarded(self, what: str, call: Callable[[], Connection]) -> SegmentView:
+        """This domain's refusals as any other domain's: a `PeerError` naming it."""
         try:
             return _local_view(self.network, call())
-        except (ConflictError, InputError, NotFoundError) as exc:
-            raise PeerError(self.network, what, str(exc)) from exc
+        except REFUSALS as exc:
+            status = 502 if isinstance(exc, NetworkError) else 409
+            raise PeerError(self.network, what, str(exc), status) from exc
 
 
 class RemotePeer:
@@ -286,7 +306,8 @@ class Aggregator:
                 view = peer.reserve(asked)
                 held.append((peer, view))
                 entry = _continuing(view.dest_stp, segments, len(held))
-        except PeerError:
+        except Exception:
+            # Whatever stopped it (a refusal, or a fault here), nothing stays held.
             for peer, view in held:
                 _quietly(peer.act, "reserve-abort", view.connection_id)
             raise
@@ -355,7 +376,7 @@ class Aggregator:
             for peer, child in parts:
                 peer.modify(child, change)
                 done.append((peer, child))
-        except PeerError:
+        except Exception:
             for peer, child in done:
                 _quietly(peer.act, "reserve-abort", child)
             raise
