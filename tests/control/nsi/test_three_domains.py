@@ -259,3 +259,19 @@ def test_the_nsi_commands_across_the_domains(domains: dict[str, Domain]) -> None
     assert refused.returncode == 2
     assert "cheetah.example:2026:cheetah refused modify" in refused.stderr
     assert "Terminated" in cheetah.server.cli("nsi", "terminate", cid, env=env).stdout
+
+
+def test_an_abort_leaves_nothing_held_in_any_domain(domains: dict[str, Domain]) -> None:
+    cheetah = domains["cheetah"]
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=7)
+    made = cheetah.call("POST", "/api/v1/nsi/connections", json=_ask(start, mbps=9000))
+    assert made.status_code == 201, made.text
+    cid = made.json()["connection_id"]
+    aborted = cheetah.call("POST", f"/api/v1/nsi/connections/{cid}/reserve-abort")
+    assert aborted.status_code == 200, aborted.text
+    for segment in aborted.json()["segments"]:
+        assert (segment["reservation_state"], segment["provision_state"]) == ("ReserveStart", None)
+    # Every domain has its bandwidth back: 9,000 Mb/s fits again end to end.
+    again = cheetah.call("POST", "/api/v1/nsi/connections", json=_ask(start, mbps=9000))
+    assert again.status_code == 201, again.text
+    cheetah.call("POST", f"/api/v1/nsi/connections/{again.json()['connection_id']}/reserve-abort")
