@@ -427,15 +427,23 @@ class Service:
 
     # -- two phases, and the circuit wanted up or not (NSI) ---------------------------------
 
-    def commit(self, actor: User, reservation_id: int) -> Reservation:
+    def commit(
+        self,
+        actor: User,
+        reservation_id: int,
+        on_change: Callable[[Session, Reservation], None] | None = None,
+    ) -> Reservation:
         """Keep a held reservation (it is scheduled like any other), or the change held
-        for it. A hold that timed out cannot be committed: it is ended, and
+        for it (then `on_change` runs in the same transaction: an NSI connection counts
+        its versions). A hold that timed out cannot be committed: it is ended, and
         `ConflictError` says so."""
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
             if reservation.held_change is not None:
                 self._commit_change(session, actor, reservation)
+                if on_change is not None:
+                    on_change(session, reservation)
                 return reservation
             if state not in (State.HELD, State.EXPIRED):
                 raise ConflictError(f"only a held reservation can be committed; it is {state}")

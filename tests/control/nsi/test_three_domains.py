@@ -9,13 +9,19 @@ import contextlib
 import itertools
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import requests
+import zeep
+from lxml import etree
+from zeep.transports import Transport
 
 from longhaul.control.nsi.domains import shipped_domains
 from longhaul.topology.io import shipped_topology_path
@@ -275,3 +281,70 @@ def test_an_abort_leaves_nothing_held_in_any_domain(domains: dict[str, Domain]) 
     again = cheetah.call("POST", "/api/v1/nsi/connections", json=_ask(start, mbps=9000))
     assert again.status_code == 201, again.text
     cheetah.call("POST", f"/api/v1/nsi/connections/{again.json()['connection_id']}/reserve-abort")
+
+
+def test_a_circuit_across_three_domains_through_the_soap_interface(
+    domains: dict[str, Domain],
+) -> None:
+    """The same life as the REST test, asked of the CHEETAH server's NSI SOAP endpoint
+    by a real SOAP client (zeep), which loads the WSDL from the server."""
+    cheetah, usn = domains["cheetah"], domains["usn"]
+    base = cheetah.server.url + "/api/v1/nsi/soap"
+    with requests.Session() as session:
+        session.headers["Authorization"] = f"Bearer {cheetah.token}"
+        transport = Transport(session=session, timeout=30, operation_timeout=60)
+        client = zeep.Client(f"{base}/provider?wsdl", transport=transport)
+        client.wsdl.types.add_document_by_url(f"{base}/ogf_nsi_services_p2p_v2_0.xsd")
+        p2p = "{http://schemas.ogf.org/nsi/2013/12/services/point2point}"
+
+        def call(operation: str, **body: object) -> Any:
+            header = client.get_element(
+                "{http://schemas.ogf.org/nsi/2013/12/framework/headers}nsiHeader"
+            )(
+                protocolVersion="application/vnd.ogf.nsi.cs.v2.provider+soap",
+                correlationId=f"urn:uuid:{uuid.uuid4()}",
+                requesterNSA="urn:ogf:network:example.org:2026:nsa:requester",
+                providerNSA=f"{CHEETAH}:nsa",
+            )
+            return getattr(client.service, operation)(**body, _soapheaders=[header]).body
+
+        def summary(connection_id: str) -> Any:
+            (found,) = call("querySummarySync", connectionId=[connection_id]).reservation
+            return found
+
+        start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+        element = client.get_element(f"{p2p}p2ps")
+        p2ps = element(
+            capacity=1000,
+            directionality="Bidirectional",
+            sourceSTP=f"{CHEETAH}:MCNC?vlan=110",
+            destSTP=f"{ESNET}:NERSC?vlan=210",
+        )
+        criteria = {
+            "schedule": {"startTime": start, "endTime": start + timedelta(hours=1)},
+            "serviceType": "http://services.ogf.org/nsi/2013/12/definitions/EVTS.A-GOLE",
+            "_value_1": zeep.xsd.AnyObject(element, p2ps),
+        }
+        cid = str(call("reserve", criteria=criteria).connectionId)
+        held = summary(cid)
+        assert held.connectionStates.reservationState == "ReserveHeld"
+        call("reserveCommit", connectionId=cid)
+        call("provision", connectionId=cid)
+        up = _until(lambda: summary(cid).connectionStates.dataPlaneStatus.active)
+        assert up
+        capacity = etree.Element(f"{p2p}capacity")
+        capacity.text = "2000"
+        call("reserve", connectionId=cid, criteria={"version": 1, "_value_1": [capacity]})
+        assert summary(cid).connectionStates.reservationState == "ReserveHeld"
+        call("reserveCommit", connectionId=cid)
+        assert summary(cid).connectionStates.reservationState == "ReserveStart"
+        # The middle domain's segment carries the new capacity, and is up.
+        (segment,) = [
+            c for c in usn.connections() if c["capacity_mbps"] == 2000 and c["data_plane_active"]
+        ]
+        assert segment["lifecycle_state"] == "Created"
+        call("terminate", connectionId=cid)
+        ended = _until(lambda: summary(cid).connectionStates.lifecycleState == "Terminated")
+        assert ended
+        gone = usn.call("GET", f"/api/v1/nsi/connections/{segment['connection_id']}").json()
+        assert gone["lifecycle_state"] == "Terminated"

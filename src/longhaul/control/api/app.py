@@ -21,6 +21,7 @@ from longhaul.control.api.auditing import AuditMiddleware
 from longhaul.control.api.auth import BEARER, authenticate
 from longhaul.control.api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from longhaul.control.api.nsi import router as nsi_routes
+from longhaul.control.api.nsi_soap import router as nsi_soap_routes
 from longhaul.control.api.ratelimit import TokenBuckets
 from longhaul.control.api.routes import router
 from longhaul.control.api.schemas import Health
@@ -109,6 +110,7 @@ def create_app(
     app.include_router(router)
     app.include_router(users)
     app.include_router(nsi_routes)
+    app.include_router(nsi_soap_routes)
     app.include_router(pages)
     app.mount("/static", static, name="static")
 

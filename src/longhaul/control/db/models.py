@@ -182,6 +182,8 @@ class NsiConnection(Base):
     dest_local: Mapped[str] = mapped_column(String(200))
     dest_vlan: Mapped[int | None] = mapped_column(Integer)
     """The STPs' ends and VLANs again, to find a VLAN in use at an STP."""
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    """NSI's version of the connection: 0 as first committed, one more per committed modify."""
     terminated_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
 

@@ -71,6 +71,8 @@ class Connection:
     dest_stp: str
     reservation: Reservation
     states: ConnectionStates
+    version: int
+    """0 as first committed, one more per committed modify (GFD.212's version)."""
 
 
 class Provider:
@@ -113,6 +115,7 @@ class Provider:
                     source_vlan=_vlan(source),
                     dest_local=dest.local,
                     dest_vlan=_vlan(dest),
+                    version=0,
                     terminated_at=None,
                     created_at=self.service.clock(),
                 )
@@ -122,7 +125,15 @@ class Provider:
         return self.get(actor, connection_id)
 
     def commit(self, actor: User, connection_id: str) -> Connection:
-        self.service.commit(actor, self._reservation_id(actor, connection_id))
+        def next_version(session: Session, _reservation: Reservation) -> None:
+            c = NSI_CONNECTIONS.c
+            session.execute(
+                update(NSI_CONNECTIONS)
+                .where(c.connection_id == connection_id)
+                .values(version=c.version + 1)
+            )
+
+        self.service.commit(actor, self._reservation_id(actor, connection_id), next_version)
         return self.get(actor, connection_id)
 
     def abort(self, actor: User, connection_id: str) -> Connection:
@@ -266,4 +277,5 @@ def _connection(row: NsiConnection) -> Connection:
         dest_stp=row.dest_stp,
         reservation=reservation,
         states=states,
+        version=row.version,
     )

@@ -46,6 +46,7 @@ def upgrade() -> None:
         sa.Column("source_vlan", sa.Integer(), nullable=True),
         sa.Column("dest_local", sa.String(200), nullable=False),
         sa.Column("dest_vlan", sa.Integer(), nullable=True),
+        sa.Column("version", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("terminated_at", UTCDateTime(), nullable=True),
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
