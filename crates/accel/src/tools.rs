@@ -18,6 +18,8 @@ use crate::sockopt;
 pub struct Received {
     pub bytes: u64,
     /// Seconds since the sink started.
+    /// When the connection was taken (its thread began reading), from the sink's start.
+    pub accepted_s: f64,
     pub first_byte_s: f64,
     pub last_byte_s: f64,
     pub blake3: String,
@@ -75,7 +77,19 @@ pub fn sink(
         .map(|r| r.first_byte_s)
         .fold(f64::INFINITY, f64::min);
     let last = received.iter().map(|r| r.last_byte_s).fold(0.0, f64::max);
-    let seconds = if last > first { last - first } else { 0.0 };
+    // From the first byte to the last; when every byte came in one read (a small transfer
+    // on a fast path), from the first connection taken instead, or nothing could be timed.
+    let accepted = received
+        .iter()
+        .map(|r| r.accepted_s)
+        .fold(f64::INFINITY, f64::min);
+    let seconds = if last > first {
+        last - first
+    } else if last > accepted {
+        last - accepted
+    } else {
+        0.0
+    };
     let mbps = if seconds > 0.0 {
         bytes as f64 * 8.0 / seconds / 1e6
     } else {
@@ -92,6 +106,7 @@ pub fn sink(
 fn receive(mut conn: TcpStream, started: Instant) -> io::Result<Received> {
     let mut buf = vec![0u8; 1 << 20];
     let mut hasher = blake3::Hasher::new();
+    let accepted = started.elapsed().as_secs_f64();
     let (mut bytes, mut first, mut last) = (0u64, None, 0.0);
     loop {
         let n = conn.read(&mut buf)?;
@@ -108,6 +123,7 @@ fn receive(mut conn: TcpStream, started: Instant) -> io::Result<Received> {
     drop(conn);
     Ok(Received {
         bytes,
+        accepted_s: accepted,
         first_byte_s: first.unwrap_or(last),
         last_byte_s: last,
         blake3: hasher.finalize().to_hex().to_string(),
@@ -189,4 +205,27 @@ pub fn send(
             .map(|s| blake3::hash(&data[s.clone()]).to_hex().to_string())
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_transfer_that_arrives_in_one_read_still_has_a_rate() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            let mut conn = TcpStream::connect(address).unwrap();
+            std::thread::sleep(Duration::from_millis(20)); // it all waits in the socket
+            conn.write_all(&[7u8; 1000]).unwrap();
+        });
+        let report = sink(&listener, 1, Duration::from_secs(10)).unwrap();
+        sender.join().unwrap();
+        assert_eq!(report.bytes, 1000);
+        // Timed from the connection taken: the 20 ms it waited, at most a few more.
+        assert!(report.seconds > 0.015, "{}", report.seconds);
+        assert!(report.mbps > 0.0);
+    }
 }
