@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, or_, select, union_all
 
 from longhaul.control.db import Reservation
 from longhaul.control.drivers import Circuit, Driver
@@ -239,16 +239,22 @@ class Work:
 
     def due(self, now: datetime, busy: set[int]) -> list[tuple[int, Job]]:
         """(reservation id, job) for everything due at `now`, except reservations in `busy`."""
-        due_states = [State.SCHEDULED, State.PROVISIONING, State.ACTIVE, State.RELEASING]
         r = Reservation
         changed = r.held_change.is_not(None)
-        query = select(r.id, r.state, r.start, r.end, r.held_until, r.provision, changed).where(
-            or_(
-                r.state.in_([State.PROVISIONING.value, State.RELEASING.value]),
-                and_(r.state.in_([s.value for s in due_states]), r.start <= now),
-                and_(or_(r.state == State.HELD.value, changed), r.held_until <= now),
-            ),
+        columns = (r.id, r.state, r.start, r.end, r.held_until, r.provision, changed)
+        # Three parts, each read through an index (the runner asks after every change, so
+        # a scan of every reservation ever made would grow with the calendar): what is
+        # under way, what has begun, and holds that have timed out.
+        under_way = select(*columns).where(
+            r.state.in_([State.PROVISIONING.value, State.RELEASING.value])
         )
+        begun = select(*columns).where(
+            r.state.in_([State.SCHEDULED.value, State.ACTIVE.value]), r.start <= now
+        )
+        timed_out = select(*columns).where(
+            r.held_until <= now, or_(r.state == State.HELD.value, changed)
+        )
+        query = union_all(under_way, begun, timed_out)
         jobs = []
         with self.db.read() as session:
             for rid, state, start, end, held_until, provision, change in session.execute(query):
@@ -262,20 +268,25 @@ class Work:
         """The next instant something becomes due (a start, an end, a hold's timeout)
         after `now`."""
         r = Reservation
-        ending = [State.ACTIVE.value, State.PROVISIONING.value, State.SCHEDULED.value]
+        up = [State.ACTIVE.value, State.PROVISIONING.value]
         with self.db.read() as session:
             starts = session.scalar(
                 select(func.min(r.start)).where(r.state == State.SCHEDULED.value, r.start > now)
             )
+            ends = session.scalar(select(func.min(r.end)).where(r.state.in_(up), r.end > now))
             # A scheduled one's end matters when its circuit is not wanted up (`Passed`).
-            ends = session.scalar(select(func.min(r.end)).where(r.state.in_(ending), r.end > now))
+            passes = session.scalar(
+                select(func.min(r.end)).where(
+                    r.provision.is_(False), r.end > now, r.state == State.SCHEDULED.value
+                )
+            )
             holds = session.scalar(
                 select(func.min(r.held_until)).where(
                     or_(r.state == State.HELD.value, r.held_change.is_not(None)),
                     r.held_until > now,
                 )
             )
-        found = [t for t in (starts, ends, holds) if t is not None]
+        found = [t for t in (starts, ends, passes, holds) if t is not None]
         return min(found) if found else None
 
     def begin(self, reservation_id: int, job: Job) -> Circuit | None:

@@ -61,6 +61,9 @@ class Reservation(Base):
         Index("ix_reservations_state_start_end", "state", "start", "end"),
         Index("ix_reservations_owner", "owner_id"),
         Index("ix_reservations_changed_in", "changed_in"),
+        # The job runner's questions: holds that time out, slots of circuits not wanted up.
+        Index("ix_reservations_held_until", "held_until"),
+        Index("ix_reservations_provision_end", "provision", "end"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

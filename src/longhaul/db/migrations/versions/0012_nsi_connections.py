@@ -28,6 +28,8 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("provision", sa.Boolean(), nullable=False, server_default=sa.true())
         )
+    op.create_index("ix_reservations_held_until", "reservations", ["held_until"])
+    op.create_index("ix_reservations_provision_end", "reservations", ["provision", "end"])
     op.create_table(
         "nsi_connections",
         sa.Column("connection_id", sa.String(64), primary_key=True),
@@ -73,6 +75,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("nsi_aggregates")
     op.drop_table("nsi_connections")
+    op.drop_index("ix_reservations_provision_end", "reservations")
+    op.drop_index("ix_reservations_held_until", "reservations")
     with op.batch_alter_table("reservations") as batch:
         batch.drop_column("provision")
         batch.drop_column("held_change")
