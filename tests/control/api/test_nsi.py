@@ -1,11 +1,15 @@
 """`/api/v1/nsi/connections`: NSI CS v2 requests over HTTP."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
 
+from longhaul.control.drivers import LogDriver
 from longhaul.control.jobs import JobRunner
 from longhaul.control.nsi.provider import default_network
+from longhaul.topology import usn
 
 from ..conftest import T0, settle
 from .conftest import auth
@@ -138,3 +142,42 @@ def test_the_four_queries_in_one_domain(api, alice, net):
         headers=auth(alice),
     )
     assert bad.status_code == 422 and "source_stp" in bad.text
+
+
+def test_committing_a_change_to_a_circuit_that_is_up_leaves_the_server_answering(
+    api, service, alice, clock, net
+):
+    """The commit of a modify waits for the devices of a circuit that is up, inside the
+    write transaction, in a worker thread: the server answers meanwhile."""
+    cid = api.post("/api/v1/nsi/connections", json=body(net), headers=auth(alice)).json()[
+        "connection_id"
+    ]
+    for what in ("reserve-commit", "provision"):
+        api.post(f"/api/v1/nsi/connections/{cid}/{what}", headers=auth(alice))
+    clock.advance(hours=1)
+    run_due(service)
+    asked, answer = threading.Event(), threading.Event()
+
+    class SlowDevice(LogDriver):
+        def modify(self, circuit, previous):
+            asked.set()
+            assert answer.wait(30)
+            super().modify(circuit, previous)
+
+    service.driver = SlowDevice(usn(), service.driver.log_file)
+    modified = api.post(
+        f"/api/v1/nsi/connections/{cid}/modify", json={"capacity_mbps": 2000}, headers=auth(alice)
+    )
+    assert modified.json()["reservation_state"] == "ReserveHeld"
+    with ThreadPoolExecutor(2) as pool:
+        try:
+            commit = pool.submit(
+                api.post, f"/api/v1/nsi/connections/{cid}/reserve-commit", headers=auth(alice)
+            )
+            assert asked.wait(30)
+            seen = pool.submit(api.get, f"/api/v1/nsi/connections/{cid}", headers=auth(alice))
+            assert seen.result(timeout=30).json()["reservation_state"] == "ReserveHeld"
+            assert not commit.done()
+        finally:
+            answer.set()
+        assert commit.result(timeout=30).json()["capacity_mbps"] == 2000

@@ -16,7 +16,7 @@ from pydantic import AwareDatetime, BaseModel, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from longhaul.control.api.auth import CurrentUser
-from longhaul.control.api.routes import in_turn
+from longhaul.control.api.routes import device_change, in_turn
 from longhaul.control.api.schemas import MAX_MBPS, SlotRun, _In
 from longhaul.control.db import User
 from longhaul.control.nsi import queries
@@ -252,7 +252,10 @@ def _request(
         if aggregator is not None and aggregator.has(connection_id):
             done = await run_in_threadpool(aggregator.act, user, name, connection_id)
             return ConnectionOut.of_aggregate(done)
-        return ConnectionOut.of(await in_turn(call(nsi), user, connection_id))
+        # A commit may change a circuit that is up (a modify's), waiting for its devices
+        # inside the write transaction: in a worker thread, as routes.device_change says.
+        run = device_change if name == "reserve-commit" else in_turn
+        return ConnectionOut.of(await run(call(nsi), user, connection_id))
 
     endpoint.__doc__ = doc
     router.post(f"/connections/{{connection_id}}/{name}", name=name)(endpoint)

@@ -51,7 +51,7 @@ from longhaul.control.api.auditing import AUDITED
 from longhaul.control.api.auth import CurrentUser
 from longhaul.control.api.problems import UnauthorizedError
 from longhaul.control.api.ratelimit import RateLimitedError
-from longhaul.control.api.routes import in_turn
+from longhaul.control.api.routes import device_change, in_turn
 from longhaul.control.audit_log import NOBODY, Entry
 from longhaul.control.db import User
 from longhaul.control.errors import (
@@ -368,7 +368,9 @@ async def _perform(
             what = _REST_NAMES[call.operation]
             await run_in_threadpool(aggregator.act, user, what, call.connection_id)
         else:
-            await in_turn(_provider_call(nsi, call.operation), user, call.connection_id)
+            # A commit may change a circuit that is up (see routes.device_change).
+            run = device_change if call.operation == "reserveCommit" else in_turn
+            await run(_provider_call(nsi, call.operation), user, call.connection_id)
         return soap.acknowledgment(), soap.generic_confirmed(
             f"{call.operation}Confirmed", call.connection_id
         )

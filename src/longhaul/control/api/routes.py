@@ -71,7 +71,7 @@ async def in_turn(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     return call(*args, **kwargs)
 
 
-async def _device_change(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+async def device_change(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """`call`, which waits for a device, in a worker thread."""
     _DEVICE_CHANGES.waiting += 1
     try:
@@ -313,7 +313,7 @@ async def modify_reservation(
     version = _matched_version(service, user, reservation_id, if_match, body.version)
     change = ReservationChange(end=body.end, bandwidth_mbps=body.bandwidth_mbps, version=version)
     if State(service.get(user, reservation_id).state) in CIRCUIT_UP:
-        changed = await _device_change(service.modify, user, reservation_id, change)
+        changed = await device_change(service.modify, user, reservation_id, change)
     else:
         changed = await in_turn(service.modify, user, reservation_id, change)
     return _tagged(service, changed, response)
