@@ -249,12 +249,16 @@ def _request(
     async def endpoint(
         user: CurrentUser, nsi: ProviderDep, aggregator: AggregatorDep, connection_id: ConnectionId
     ) -> ConnectionOut:
-        if aggregator is not None and aggregator.has(connection_id):
-            done = await run_in_threadpool(aggregator.act, user, name, connection_id)
-            return ConnectionOut.of_aggregate(done)
         # A commit may change a circuit that is up (a modify's), waiting for its devices
         # inside the write transaction: in a worker thread, as routes.device_change says.
-        run = device_change if name == "reserve-commit" else in_turn
+        committing = name == "reserve-commit"
+        if aggregator is not None and aggregator.has(connection_id):
+            # Other domains are asked over HTTP: in a worker thread in any case.
+            off_loop = device_change if committing else run_in_threadpool
+            return ConnectionOut.of_aggregate(
+                await off_loop(aggregator.act, user, name, connection_id)
+            )
+        run = device_change if committing else in_turn
         return ConnectionOut.of(await run(call(nsi), user, connection_id))
 
     endpoint.__doc__ = doc
