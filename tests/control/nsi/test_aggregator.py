@@ -37,11 +37,15 @@ class FakePeer:
     refuse: set[str] = field(default_factory=set)
     asked: list[tuple[str, str]] = field(default_factory=list)
     views: dict[str, SegmentView] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
+    """Source VLANs (as `?vlan=N` suffixes) another connection uses here."""
 
     def reserve(self, request: ReserveRequest) -> SegmentView:
         self.asked.append(("reserve", request.source_stp))
         if "reserve" in self.refuse:
             raise PeerError(self.network, "reserve", "409 no bandwidth")
+        if any(request.source_stp.endswith(vlan) for vlan in self.taken):
+            raise PeerError(self.network, "reserve", "409 no VLAN", vlan_field="source_stp")
         name, _, vlans = request.dest_stp.partition("?vlan=")
         chosen = f"{name}?vlan={vlans.split('-')[0]}"  # the lowest, as a provider chooses
         states = ConnectionStates(R.HELD, None, L.CREATED, False)
@@ -195,3 +199,44 @@ def test_a_refusal_in_this_domain_aborts_what_the_others_hold(aggregator, alice)
     assert aggregator.remote[NET["cheetah"]].asked[-1] == ("reserve-abort", f"c-{NET['cheetah']}")
     assert aggregator.remote[NET["esnet"]].asked == []
     assert aggregator.provider.connections(alice.user) == []
+
+
+def test_a_vlan_taken_downstream_makes_the_upstream_choose_the_next(aggregator, alice):
+    esnet = aggregator.remote[NET["esnet"]]
+    esnet.taken = {"?vlan=1779", "?vlan=1780"}
+    made = aggregator.reserve(alice.user, ask())
+    assert [stp for what, stp in esnet.asked] == [
+        f"{NET['esnet']}:star-cr5:6/1?vlan={vlan}" for vlan in (1779, 1780, 1781)
+    ]
+    assert made.segments[1].dest_stp.endswith("chicago-e300:1/0?vlan=1781")
+    assert made.segments[2].source_stp.endswith("star-cr5:6/1?vlan=1781")
+    # This domain (USN) gave back each hold it had to choose again for.
+    states = [c.reservation.state for c in aggregator.provider.connections(alice.user)]
+    assert states == ["cancelled", "cancelled", "held"]
+
+
+def test_a_vlan_taken_in_this_domain_makes_the_upstream_peer_choose_the_next(
+    aggregator, alice, bob
+):
+    taking = replace(
+        ask(),
+        source_stp=f"{NET['usn']}:atlanta-edge:2/1?vlan=3020",
+        dest_stp=f"{NET['usn']}:ORNL",
+    )
+    aggregator.provider.reserve(bob.user, taking)
+    made = aggregator.reserve(alice.user, ask())
+    cheetah = aggregator.remote[NET["cheetah"]]
+    assert cheetah.asked[:2] == [
+        ("reserve", f"{NET['cheetah']}:MCNC?vlan=100"),
+        ("reserve-abort", f"c-{NET['cheetah']}"),
+    ]
+    assert made.segments[1].source_stp.endswith("atlanta-edge:2/1?vlan=3021")
+
+
+def test_when_every_vlan_above_is_taken_the_reserve_is_refused_and_nothing_held(aggregator, alice):
+    esnet = aggregator.remote[NET["esnet"]]
+    esnet.taken = {f"?vlan={vlan}" for vlan in range(1779, 1790)}  # the whole shared range
+    with pytest.raises(PeerError, match="no VLAN"):
+        aggregator.reserve(alice.user, ask())
+    states = {c.reservation.state for c in aggregator.provider.connections(alice.user)}
+    assert states == {"cancelled"}

@@ -348,3 +348,26 @@ def test_a_circuit_across_three_domains_through_the_soap_interface(
         assert ended
         gone = usn.call("GET", f"/api/v1/nsi/connections/{segment['connection_id']}").json()
         assert gone["lifecycle_state"] == "Terminated"
+
+
+def test_a_vlan_taken_in_a_far_domain_is_chosen_around(domains: dict[str, Domain]) -> None:
+    cheetah, esnet = domains["cheetah"], domains["esnet"]
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=9)
+    end = start + timedelta(hours=1)
+    taking = {
+        "source_stp": f"{ESNET}:star-cr5:6/1?vlan=1779",
+        "dest_stp": f"{ESNET}:NERSC",
+        "capacity_mbps": 100,
+        "start_time": start.isoformat(),
+        "end_time": end.isoformat(),
+    }
+    assert esnet.call("POST", "/api/v1/nsi/connections", json=taking).status_code == 201
+    made = cheetah.call("POST", "/api/v1/nsi/connections", json=_ask(start))
+    assert made.status_code == 201, made.text
+    segments = made.json()["segments"]
+    # USN chose 1779 first, ESnet had it taken (409 vlan-unavailable over HTTP), USN chose
+    # again above it: both sides of StarLight on 1780.
+    assert segments[1]["dest_stp"].endswith("chicago-e300:1/0?vlan=1780")
+    assert segments[2]["source_stp"].endswith("star-cr5:6/1?vlan=1780")
+    cid = made.json()["connection_id"]
+    assert cheetah.call("POST", f"/api/v1/nsi/connections/{cid}/reserve-abort").status_code == 200

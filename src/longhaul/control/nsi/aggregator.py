@@ -34,8 +34,13 @@ from longhaul.control.errors import (
     NotFoundError,
     UnavailableError,
 )
-from longhaul.control.nsi.domains import Domains, load_domains, shipped_domains
-from longhaul.control.nsi.provider import Connection, Provider, ReserveRequest
+from longhaul.control.nsi.domains import Domains, Segment, load_domains, shipped_domains
+from longhaul.control.nsi.provider import (
+    Connection,
+    Provider,
+    ReserveRequest,
+    VlanUnavailableError,
+)
 from longhaul.control.nsi.queries import Run, SegmentAnswers
 from longhaul.control.nsi.states import (
     ConnectionStates,
@@ -61,6 +66,11 @@ REFUSALS = (
 )
 """What this domain's service raises when it says no (not when it breaks)."""
 
+VLAN_RETRIES = 16
+"""How many times a reserve asks an upstream domain for another VLAN at a boundary whose
+downstream side has the one chosen taken, before it gives up (each retry is an abort and
+a reserve in the upstream domain)."""
+
 PEER_TIMEOUT_S = 30.0
 """How long a peer's answer may take before the request counts as refused."""
 
@@ -79,8 +89,17 @@ class SegmentView:
 class PeerError(ConflictError):
     """A domain refused a request (or did not answer): which, and what it said."""
 
-    def __init__(self, network: str, what: str, detail: str, status: int = 409) -> None:
+    def __init__(
+        self,
+        network: str,
+        what: str,
+        detail: str,
+        status: int = 409,
+        vlan_field: str | None = None,
+    ) -> None:
         self.network, self.status = network, status
+        self.vlan_field = vlan_field
+        """`source_stp` or `dest_stp` when the refusal was for want of a free VLAN there."""
         super().__init__(f"{network} refused {what}: {detail}")
 
 
@@ -146,7 +165,8 @@ class LocalPeer:
             return _local_view(self.network, call())
         except REFUSALS as exc:
             status = 502 if isinstance(exc, NetworkError) else 409
-            raise PeerError(self.network, what, str(exc), status) from exc
+            field = exc.field if isinstance(exc, VlanUnavailableError) else None
+            raise PeerError(self.network, what, str(exc), status, field) from exc
 
 
 class RemotePeer:
@@ -198,11 +218,17 @@ class RemotePeer:
             raise PeerError(self.network, what, f"no answer ({exc})", 504) from exc
         if answer.status_code >= 300:
             try:
-                detail = answer.json().get("detail", answer.text)
+                problem = answer.json()
             except ValueError:
-                detail = answer.text
+                problem = {"detail": answer.text}
+            detail = problem.get("detail", answer.text)
+            vlan = str(problem.get("type", "")).endswith("/vlan-unavailable")
             raise PeerError(
-                self.network, what, f"{answer.status_code} {detail}", answer.status_code
+                self.network,
+                what,
+                f"{answer.status_code} {detail}",
+                answer.status_code,
+                problem.get("field") if vlan else None,
             )
         return answer.json()
 
@@ -292,20 +318,33 @@ class Aggregator:
         src = _any_stp(request.source_stp, "source_stp", self.domains)
         dst = _any_stp(request.dest_stp, "dest_stp", self.domains)
         segments = self.domains.split(src, dst)
+        exits = [segment.dst for segment in segments]  # with the VLANs still to choose from
         held: list[tuple[Peer, SegmentView]] = []
-        entry: Stp | None = None
+        retries = 0
         try:
-            for segment in segments:
-                peer = self._peer(actor, segment.network)
+            while len(held) < len(segments):
+                k = len(held)
+                peer = self._peer(actor, segments[k].network)
+                entry = segments[k].src if k == 0 else _entry(held[-1][1], segments[k])
                 asked = replace(
                     request,
-                    source_stp=str(segment.src if entry is None else entry),
-                    dest_stp=str(segment.dst),
+                    source_stp=str(entry),
+                    dest_stp=str(exits[k]),
                     requester_nsa=self.network,
                 )
-                view = peer.reserve(asked)
+                try:
+                    view = peer.reserve(asked)
+                except PeerError as refused:
+                    if k == 0 or refused.vlan_field != "source_stp" or retries >= VLAN_RETRIES:
+                        raise
+                    # The VLAN the upstream domain chose is taken on this side: it gives
+                    # its hold back and chooses again from above it.
+                    upstream, chose = held.pop()
+                    _quietly(upstream.act, "reserve-abort", chose.connection_id)
+                    exits[k - 1] = _above(exits[k - 1], chose.dest_stp, refused)
+                    retries += 1
+                    continue
                 held.append((peer, view))
-                entry = _continuing(view.dest_stp, segments, len(held))
         except Exception:
             # Whatever stopped it (a refusal, or a fault here), nothing stays held.
             for peer, view in held:
@@ -567,13 +606,21 @@ def _any_stp(text: str, field: str, domains: Domains) -> Stp:
     return parse_stp(text, field, max(networks, key=len))
 
 
-def _continuing(chosen_dst: str, segments: Sequence[Any], done: int) -> Stp | None:
-    """The next segment's entry: the boundary's other side, with the VLAN this side chose."""
-    if done >= len(segments):
-        return None
-    chosen = parse_stp(chosen_dst, "dest_stp", segments[done - 1].network)
-    entry = segments[done].src
-    return Stp(entry.network, entry.local, chosen.vlans)
+def _entry(upstream: SegmentView, segment: Segment) -> Stp:
+    """A segment's entry: the boundary's other side, with the VLAN the upstream chose."""
+    chosen = parse_stp(upstream.dest_stp, "dest_stp", upstream.network)
+    return Stp(segment.src.network, segment.src.local, chosen.vlans)
+
+
+def _above(exit_: Stp, chosen_text: str, refused: PeerError) -> Stp:
+    """`exit_` with only the VLANs above the one chosen at it (which the other side has
+    taken); `refused` again if there are none."""
+    chosen = parse_stp(chosen_text, "dest_stp", exit_.network)
+    assert exit_.vlans is not None and chosen.vlans is not None
+    low, high = chosen.vlans[0] + 1, exit_.vlans[1]
+    if low > high:
+        raise refused
+    return Stp(exit_.network, exit_.local, (low, high))
 
 
 def _quietly(call: Callable[[str, str], SegmentView], what: str, child: str) -> PeerError | None:
