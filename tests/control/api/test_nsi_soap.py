@@ -29,23 +29,10 @@ from longhaul.control.api import nsi_soap
 from longhaul.control.errors import ConflictError, NotFoundError, UnavailableError
 from longhaul.control.nsi import soap as nsi_xml
 from longhaul.control.nsi.aggregator import Aggregate, SegmentView
-from longhaul.control.nsi.provider import default_network
 from longhaul.control.nsi.soap import (
     HEADERS,
     P2P,
-    SOAP_ENV,
     TYPES,
-    Act,
-    Child,
-    Criteria,
-    Modify,
-    NsiError,
-    NsiHeader,
-    Query,
-    Reserve,
-    ServiceException,
-    Summary,
-    Variable,
 )
 from longhaul.control.nsi.states import (
     ConnectionStates,
@@ -55,263 +42,17 @@ from longhaul.control.nsi.states import (
 )
 from longhaul.db.throwaway import free_port
 from longhaul.errors import InputError
-from longhaul.topology import usn
 
 from ..conftest import T0
 from ..live import LiveServer
+from ..nsi.messages import NETWORK, PROVIDER, REQUESTER, envelope
 from .conftest import auth
 
-NETWORK = default_network(usn())
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 FIXTURES = Path(__file__).parent / "fixtures" / "nsi"
 SCHEMAS = Path(str(resources.files("longhaul") / "data" / "nsi"))
 WSDL_PATH = "/api/v1/nsi/soap/provider"
-REQUESTER = "urn:ogf:network:example.org:2026:nsa:requester"
-PROVIDER = "urn:ogf:network:longhaul.local:2026:nsa"
 HOUR = timedelta(hours=1)
-
-
-def _figure(number: int) -> bytes:
-    (path,) = FIXTURES.glob(f"*figure_{number}_*.xml")
-    return path.read_bytes()
-
-
-def _tree(xml: bytes) -> tuple[Any, ...]:
-    """A document as names, attributes, text and children: what it says, not how it is
-    written (prefixes, spacing, comments, the examples' xsi:schemaLocation)."""
-
-    def node(element: etree._Element) -> tuple[Any, ...]:
-        attributes = sorted(
-            (k, v) for k, v in element.attrib.items() if k != f"{{{XSI}}}schemaLocation"
-        )
-        children = [node(c) for c in element if isinstance(c.tag, str)]
-        return (element.tag, attributes, (element.text or "").strip(), children)
-
-    return node(etree.fromstring(xml))
-
-
-def _paths(element: etree._Element) -> list[str]:
-    """Each element under `element` as the local names leading to it, in document order."""
-
-    def walk(parent: etree._Element, prefix: str) -> Iterator[str]:
-        for child in parent:
-            if isinstance(child.tag, str):
-                path = prefix + etree.QName(child).localname
-                yield path
-                yield from walk(child, path + "/")
-
-    return list(walk(element, ""))
-
-
-# -- the pure mapping, on the OGF's examples ----------------------------------------------
-
-
-def test_a_reserve_of_the_ogf_examples_is_read_whole():
-    header, element = nsi_xml.parse_envelope(_figure(143))
-    assert header == NsiHeader(
-        correlation_id="urn:uuid:390be79e-5b49-4688-9280-e49b139595e2",
-        requester_nsa="urn:ogf:network:es.net:2013:nsa:nsi-requester",
-        provider_nsa="urn:ogf:network:es.net:2013:nsa:nsi-aggr-west",
-        protocol_version="application/vnd.ogf.nsi.cs.v2.provider+soap",
-        reply_to="https://nsi-aggr-west.es.net/requester/reply",
-    )
-    reserve = nsi_xml.parse_request(element)
-    assert reserve == Reserve(
-        source_stp="urn:ogf:network:kddilabs.jp:2013:topology:bi-ps?vlan=1780-1782",
-        dest_stp="urn:ogf:network:uvalight.net:2013:topology:ps?vlan=1780-1782",
-        capacity_mbps=10000,
-        start=datetime(2015, 8, 15, 9, 30, 10, tzinfo=UTC),
-        end=datetime(2015, 8, 15, 10, 30, 10, tzinfo=UTC),
-        global_reservation_id="urn:uuid:83fe4f36-5b38-41b6-bc46-a362a06a54ee",
-        description="My example reservation using NSI CS 2.1.",
-        directionality="Bidirectional",
-        ero=("urn:ogf:network:icair.org:2013:topology:netherlight?vlan=1782",),
-        version=1,
-    )
-    # longhaul chooses its own path: an ero it cannot honour is refused, not ignored.
-    refused = nsi_xml.unsupported(reserve)
-    assert refused is not None and refused.error_id == "00102"
-    assert nsi_xml.unsupported(Reserve("a", "b", 1, T0)) is None
-
-
-def test_the_modifies_of_the_ogf_examples():
-    _, capacity = nsi_xml.parse_envelope(_figure(149))
-    assert nsi_xml.parse_request(capacity) == Modify(
-        connection_id="urn:uuid:4b4a71d0-3c71-47cf-a646-beacb14a4c72",
-        capacity_mbps=500,
-        version=2,
-    )
-    _, start = nsi_xml.parse_envelope(_figure(150))
-    # A nil startTime: start now. Asked of longhaul, it is refused (the start cannot move).
-    assert nsi_xml.parse_request(start) == Modify(
-        connection_id="urn:uuid:4b4a71d0-3c71-47cf-a646-beacb14a4c72",
-        start_given=True,
-        start=None,
-        version=3,
-    )
-
-
-def test_the_other_requests_are_read():
-    def read(body: str) -> object:
-        return nsi_xml.parse_request(nsi_xml.parse_envelope(_envelope(body))[1])
-
-    for operation in ("reserveCommit", "reserveAbort", "provision", "release", "terminate"):
-        body = f"<nsi:{operation}><connectionId>c-1</connectionId></nsi:{operation}>"
-        assert read(body) == Act(operation, "c-1")
-    ids = "<connectionId>c-1</connectionId><connectionId>c-2</connectionId>"
-    assert read(f"<nsi:querySummarySync>{ids}</nsi:querySummarySync>") == Query(
-        "querySummarySync", ("c-1", "c-2")
-    )
-    grid = "<globalReservationId>urn:uuid:1</globalReservationId>"
-    assert read(f"<nsi:querySummary>{grid}</nsi:querySummary>") == Query(
-        "querySummary", global_reservation_ids=("urn:uuid:1",)
-    )
-    with pytest.raises(NsiError) as refused:
-        read("<nsi:provision/>")
-    assert refused.value.error_id == "00101"
-
-
-def test_a_reserve_response_is_the_ogf_examples():
-    header, _ = nsi_xml.parse_envelope(_figure(144))
-    built = nsi_xml.envelope(
-        nsi_xml.header_element(header, header.protocol_version),
-        nsi_xml.reserve_response("urn:uuid:4b4a71d0-3c71-47cf-a646-beacb14a4c72"),
-    )
-    assert _tree(built) == _tree(_figure(144))
-
-
-def test_a_service_exception_is_the_ogf_examples():
-    example = etree.fromstring(_figure(147)).find(f".//{{{TYPES}}}reserveFailed/serviceException")
-    assert example is not None
-    for feedback in example.findall(".//feedback"):  # NSI CS 2.1's, not in v2.0's schema
-        feedback.getparent().remove(feedback)
-    built = nsi_xml.service_exception_element(
-        ServiceException(
-            nsa_id="urn:ogf:network:icair.org:2013:nsa",
-            connection_id="urn:uuid:92d54ff8-dec2-4be8-ae9e-3c0244f2c82b",
-            service_type="http://services.ogf.org/nsi/2013/12/descriptions/EVTS.A-GOLE",
-            error_id="00705",
-            text="CAPACITY_UNAVAILABLE: Insufficient capacity available for reservation "
-            "(10000 mb/s).",
-            variables=(
-                Variable("capacity", "10000", P2P),
-                Variable(
-                    "destSTP", "urn:ogf:network:icair.org:2013:topology:netherlight?vlan=1782", P2P
-                ),
-            ),
-        ),
-        qualified=False,
-    )
-    assert _tree(etree.tostring(built)) == _tree(etree.tostring(example))
-
-
-def test_a_reserve_confirmed_has_the_ogf_examples_shape():
-    """What longhaul confirms is the example's, less what it does not do (an ero, a
-    parameter, symmetricPath)."""
-    body = etree.fromstring(_figure(145)).find(f".//{{{TYPES}}}reserveConfirmed")
-    assert body is not None
-    built = nsi_xml.reserve_confirmed(_summary(held=False))
-    dropped = {"symmetricPath", "ero", "orderedSTP", "stp", "parameter"}
-    assert _paths(built) == [p for p in _paths(body) if not dropped & set(p.split("/"))]
-
-
-def _summary(held: bool, children: tuple[Child, ...] = ()) -> Summary:
-    criteria = Criteria(
-        version=0,
-        start=T0 + HOUR,
-        end=T0 + 3 * HOUR,
-        capacity_mbps=1000,
-        source_stp=f"{NETWORK}:ORNL?vlan=1779",
-        dest_stp=f"{NETWORK}:SUNNYVALE?vlan=1779",
-        children=children,
-    )
-    versions = (criteria, Criteria(1, T0 + HOUR, T0 + 4 * HOUR, 2000, *_stps(criteria)))
-    return Summary(
-        connection_id=str(uuid.uuid4()),
-        requester_nsa=REQUESTER,
-        states=ConnectionStates(
-            ReservationState.HELD, None, LifecycleState.CREATED, data_plane_active=False
-        ),
-        criteria=versions if held else versions[:1],
-        global_reservation_id="urn:uuid:83fe4f36-5b38-41b6-bc46-a362a06a54ee",
-        description="a test",
-    )
-
-
-def _stps(criteria: Criteria) -> tuple[str, str]:
-    return criteria.source_stp, criteria.dest_stp
-
-
-@pytest.fixture(scope="module")
-def schema() -> etree.XMLSchema:
-    """The shipped schemas, the p2p service's included (a criteria's p2ps is validated
-    where its schema is known)."""
-    imports = "".join(
-        f'<xsd:import namespace="{ns}" schemaLocation="{(SCHEMAS / name).as_uri()}"/>'
-        for ns, name in (
-            (TYPES, "ogf_nsi_connection_types_v2_0.xsd"),
-            (P2P, "ogf_nsi_services_p2p_v2_0.xsd"),
-            (HEADERS, "ogf_nsi_framework_headers_v2_0.xsd"),
-        )
-    )
-    wrapper = (
-        '<xsd:schema xmlns:xsd="http://www.w3.org/2001/XMLSchema" '
-        f'targetNamespace="urn:longhaul:test">{imports}</xsd:schema>'
-    )
-    return etree.XMLSchema(etree.fromstring(wrapper))
-
-
-def test_what_the_binding_builds_is_valid_by_the_shipped_schemas(schema):
-    child = Child(0, "c-1", "urn:ogf:network:es.net:2026:esnet", "urn:a:1", "urn:a:2", 1000)
-    built = [
-        nsi_xml.reserve_response("c-1"),
-        nsi_xml.acknowledgment(),
-        nsi_xml.generic_confirmed("provisionConfirmed", "c-1"),
-        nsi_xml.reserve_confirmed(_summary(held=True)),
-        nsi_xml.query_summary_confirmed(
-            "querySummarySyncConfirmed",
-            [_summary(held=False), _summary(held=True), _summary(False, (child,))],
-        ),
-        nsi_xml.service_exception_element(
-            ServiceException(
-                "urn:x", "00203", "no connection c-1", "c-1", None, (Variable("a", "b"),)
-            )
-        ),
-        nsi_xml.header_element(
-            NsiHeader("urn:uuid:" + str(uuid.uuid4()), REQUESTER, PROVIDER), "v"
-        ),
-    ]
-    for element in built:
-        assert schema.validate(etree.fromstring(etree.tostring(element))), schema.error_log
-    # Figure 145 is valid too: the schemas judge as the OGF's examples expect.
-    example = etree.fromstring(_figure(145)).find(f".//{{{TYPES}}}reserveConfirmed")
-    assert schema.validate(example), schema.error_log
-
-
-@pytest.mark.parametrize(
-    ("message", "error_id"),
-    [
-        (b"<not xml", "00100"),
-        (b"<a/>", "00100"),
-        (b'<s:Envelope xmlns:s="%s"><s:Body/></s:Envelope>' % SOAP_ENV.encode(), "00101"),
-    ],
-)
-def test_a_message_that_is_not_an_nsi_request_is_refused(message, error_id):
-    with pytest.raises(NsiError) as refused:
-        nsi_xml.parse_envelope(message)
-    assert refused.value.error_id == error_id
-
-
-def test_entities_are_not_expanded():
-    message = (
-        b'<?xml version="1.0"?><!DOCTYPE s [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
-        b'<s:Envelope xmlns:s="%s"><s:Header><h:nsiHeader xmlns:h="%s">'
-        b"<correlationId>&x;</correlationId></h:nsiHeader></s:Header>"
-        b"<s:Body><n:querySummarySync xmlns:n='%s'/></s:Body></s:Envelope>"
-    ) % (SOAP_ENV.encode(), HEADERS.encode(), TYPES.encode())
-    with pytest.raises(NsiError) as refused:  # the entity stays unexpanded: no correlationId
-        nsi_xml.parse_envelope(message)
-    assert refused.value.error_id == "00101"
 
 
 def test_what_each_refusal_is_called():
@@ -328,19 +69,6 @@ def test_what_each_refusal_is_called():
 
 
 # -- in process: raw messages, and a stand-in aggregator --------------------------------
-
-
-def _envelope(body: str, reply_to: str | None = None) -> bytes:
-    cid = f"urn:uuid:{uuid.uuid4()}"
-    reply = f"<replyTo>{reply_to}</replyTo>" if reply_to else ""
-    return (
-        f'<soapenv:Envelope xmlns:soapenv="{SOAP_ENV}" xmlns:header="{HEADERS}" '
-        f'xmlns:nsi="{TYPES}" xmlns:p2p="{P2P}"><soapenv:Header><header:nsiHeader>'
-        "<protocolVersion>application/vnd.ogf.nsi.cs.v2.provider+soap</protocolVersion>"
-        f"<correlationId>{cid}</correlationId><requesterNSA>{REQUESTER}</requesterNSA>"
-        f"<providerNSA>{PROVIDER}</providerNSA>{reply}</header:nsiHeader></soapenv:Header>"
-        f"<soapenv:Body>{body}</soapenv:Body></soapenv:Envelope>"
-    ).encode()
 
 
 def _reserve_body(source: str, dest: str, mbps: int = 1000) -> str:
@@ -367,16 +95,16 @@ def _error_id(answer: etree._Element) -> str | None:
 
 def test_refusals_are_faults_with_gfd_212_error_ids(api, alice):
     assert _error_id(_post(api, alice, b"<not xml")[1]) == "00100"
-    status, answer = _post(api, alice, _envelope("<nsi:queryRecursive/>"))
+    status, answer = _post(api, alice, envelope("<nsi:queryRecursive/>"))
     assert (status, _error_id(answer)) == (500, "00103")
     # querySummary answers at replyTo only.
-    assert _error_id(_post(api, alice, _envelope("<nsi:querySummary/>"))[1]) == "00101"
+    assert _error_id(_post(api, alice, envelope("<nsi:querySummary/>"))[1]) == "00101"
     # The provider posts to replyTo: only to an http(s) URL.
-    elsewhere = _envelope("<nsi:querySummary/>", reply_to="file:///etc/passwd")
+    elsewhere = envelope("<nsi:querySummary/>", reply_to="file:///etc/passwd")
     assert _error_id(_post(api, alice, elsewhere)[1]) == "00102"
-    status, answer = _post(api, None, _envelope("<nsi:querySummarySync/>"))
+    status, answer = _post(api, None, envelope("<nsi:querySummarySync/>"))
     assert (status, _error_id(answer)) == (401, "00301")
-    status, answer = _post(api, alice, _envelope(_reserve_body(f"{NETWORK}:NOWHERE", "x")))
+    status, answer = _post(api, alice, envelope(_reserve_body(f"{NETWORK}:NOWHERE", "x")))
     assert (status, _error_id(answer)) == (500, "00701")
     assert answer.findtext(".//faultcode") == "soapenv:Client"
     # Each Fault echoes the header it answers.
@@ -385,24 +113,24 @@ def test_refusals_are_faults_with_gfd_212_error_ids(api, alice):
 
 def test_the_start_of_a_connection_cannot_be_modified(api, alice):
     body = _reserve_body(f"{NETWORK}:ORNL?vlan=1779", f"{NETWORK}:SUNNYVALE?vlan=1779-1799")
-    _, answer = _post(api, alice, _envelope(body))
+    _, answer = _post(api, alice, envelope(body))
     cid = answer.findtext(f".//{{{TYPES}}}reserveResponse/connectionId")
     assert cid
     commit = f"<nsi:reserveCommit><connectionId>{cid}</connectionId></nsi:reserveCommit>"
-    assert _post(api, alice, _envelope(commit))[0] == 200
+    assert _post(api, alice, envelope(commit))[0] == 200
     moved = (T0 + 2 * HOUR).isoformat()
     modify = (
         f"<nsi:reserve><connectionId>{cid}</connectionId><criteria version='1'>"
         f"<schedule><startTime>{moved}</startTime></schedule></criteria></nsi:reserve>"
     )
-    status, answer = _post(api, alice, _envelope(modify))
+    status, answer = _post(api, alice, envelope(modify))
     assert (status, _error_id(answer)) == (500, "00102")
     assert answer.findtext(".//detail//connectionId") == cid
     # Its own start again, with a new capacity: a modify like any other.
     same = modify.replace(moved, (T0 + HOUR).isoformat()).replace(
         "</criteria>", "<p2p:capacity>1500</p2p:capacity></criteria>"
     )
-    status, answer = _post(api, alice, _envelope(same))
+    status, answer = _post(api, alice, envelope(same))
     assert status == 200, etree.tostring(answer)
 
 
@@ -454,13 +182,13 @@ def test_a_connection_across_domains_goes_to_the_aggregator(api, alice):
     _, answer = _post(
         api,
         alice,
-        _envelope(_reserve_body(f"{NETWORK}:ORNL?vlan=1779", f"{far}:NERSC?vlan=200-209")),
+        envelope(_reserve_body(f"{NETWORK}:ORNL?vlan=1779", f"{far}:NERSC?vlan=200-209")),
     )
     assert answer.findtext(f".//{{{TYPES}}}reserveResponse/connectionId") == "agg-1"
     _post(
         api,
         alice,
-        _envelope("<nsi:reserveCommit><connectionId>agg-1</connectionId></nsi:reserveCommit>"),
+        envelope("<nsi:reserveCommit><connectionId>agg-1</connectionId></nsi:reserveCommit>"),
     )
     assert fake.asked == [
         ("reserve", f"{NETWORK}:ORNL?vlan=1779", f"{far}:NERSC?vlan=200-209"),
@@ -469,9 +197,7 @@ def test_a_connection_across_domains_goes_to_the_aggregator(api, alice):
     _, answer = _post(
         api,
         alice,
-        _envelope(
-            "<nsi:querySummarySync><connectionId>agg-1</connectionId></nsi:querySummarySync>"
-        ),
+        envelope("<nsi:querySummarySync><connectionId>agg-1</connectionId></nsi:querySummarySync>"),
     )
     children = answer.findall(".//reservation/criteria/children/child")
     assert [c.findtext("connectionId") for c in children] == ["s-1", "s-2"]
