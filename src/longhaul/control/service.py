@@ -322,26 +322,39 @@ class Service:
                 raise ConflictError(f"a {state.value} reservation cannot be modified")
             if reservation.held_change is not None:
                 raise ConflictError("a change is held for it: commit or abort that first")
-            end = change.end or reservation.end
-            mbps = change.bandwidth_mbps or reservation.bandwidth_mbps
-            if end <= reservation.start:
-                raise InputError(
-                    "end", f"must be after the start ({format_instant(reservation.start)})"
-                )
-            if state in CIRCUIT_UP and end <= now:
-                raise InputError("end", "must be in the future for a reservation that has begun")
-            old_path = path_of(self.topology, reservation)
-            avail = self._availability(session, without=reservation)
-            to_us(end, "end")  # in the years the schedule holds, before any limit
-            limits = self.policy.limits(actor.name, actor.role)  # the one asking
-            policy.check(limits, mbps, end - reservation.start, end - now, 0)
-            path = self._readmit(reservation, avail, old_path, mbps, end)
-            what = _describe_change(reservation, end, mbps, path != old_path)
-            version = Version(end, mbps, path.nodes[0], list(path.link_ids))
+            version, what = self._next_version(session, actor, reservation, change, now)
             self._become(session, actor, reservation, version, what, "nothing changed")
             session.flush()
         self.on_change(reservation.end)
         return reservation
+
+    def _next_version(
+        self,
+        session: Session,
+        actor: User,
+        reservation: Reservation,
+        change: ReservationChange,
+        now: datetime,
+    ) -> tuple[Version, str]:
+        """What `change` makes of `reservation` (on its path if that still fits, else on
+        another), checked against the clock, the user's limits and every other booking,
+        and how to describe it; the reservation itself is left as it is."""
+        end = change.end or reservation.end
+        mbps = change.bandwidth_mbps or reservation.bandwidth_mbps
+        if end <= reservation.start:
+            raise InputError(
+                "end", f"must be after the start ({format_instant(reservation.start)})"
+            )
+        if State(reservation.state) in CIRCUIT_UP and end <= now:
+            raise InputError("end", "must be in the future for a reservation that has begun")
+        old_path = path_of(self.topology, reservation)
+        avail = self._availability(session, without=reservation)
+        to_us(end, "end")  # in the years the schedule holds, before any limit
+        limits = self.policy.limits(actor.name, actor.role)  # the one asking
+        policy.check(limits, mbps, end - reservation.start, end - now, 0)
+        path = self._readmit(reservation, avail, old_path, mbps, end)
+        what = _describe_change(reservation, end, mbps, path != old_path)
+        return Version(end, mbps, path.nodes[0], list(path.link_ids)), what
 
     def _readmit(
         self, reservation: Reservation, avail: Availability, old: Path, mbps: int, end: datetime
@@ -431,19 +444,19 @@ class Service:
         self,
         actor: User,
         reservation_id: int,
-        on_change: Callable[[Session, Reservation], None] | None = None,
+        also: Callable[[Session, Reservation], None] | None = None,
     ) -> Reservation:
         """Keep a held reservation (it is scheduled like any other), or the change held
-        for it (then `on_change` runs in the same transaction: an NSI connection counts
-        its versions). A hold that timed out cannot be committed: it is ended, and
+        for it (then `also` runs in the same transaction: an NSI connection counts its
+        versions). A hold that timed out cannot be committed: it is ended, and
         `ConflictError` says so."""
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
             if reservation.held_change is not None:
                 self._commit_change(session, actor, reservation)
-                if on_change is not None:
-                    on_change(session, reservation)
+                if also is not None:
+                    also(session, reservation)
                 return reservation
             if state not in (State.HELD, State.EXPIRED):
                 raise ConflictError(f"only a held reservation can be committed; it is {state}")
@@ -466,7 +479,7 @@ class Service:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
             if reservation.held_change is not None:
-                self.drop_change(session, reservation, "change aborted", actor.name)
+                self.transitions.drop_change(session, reservation, "change aborted", actor.name)
                 return reservation
             if state not in (State.HELD, State.EXPIRED):
                 raise ConflictError(f"only a held reservation can be aborted; it is {state}")
@@ -492,30 +505,12 @@ class Service:
                 )
             if reservation.held_change is not None:
                 raise ConflictError("a change is held for it already: commit or abort it first")
-            end = change.end or reservation.end
-            mbps = change.bandwidth_mbps or reservation.bandwidth_mbps
-            if end <= max(reservation.start, now if state in CIRCUIT_UP else reservation.start):
-                raise InputError("end", "must be after the start, and in the future once begun")
-            to_us(end, "end")
-            limits = self.policy.limits(actor.name, actor.role)
-            policy.check(limits, mbps, end - reservation.start, end - now, 0)
-            avail = self._availability(session, without=reservation)
-            path = self._readmit(reservation, avail, path_of(self.topology, reservation), mbps, end)
-            held = Version(end, mbps, path.nodes[0], list(path.link_ids))
+            held, what = self._next_version(session, actor, reservation, change, now)
             reservation.held_change, reservation.held_until = held.to_json(), now + hold
             reservation.updated_at = now
             self.ledger.changed(session, reservation)
-            why = _describe_change(
-                reservation, end, mbps, list(path.link_ids) != reservation.path_links
-            )
-            self.transitions.record(
-                session,
-                reservation,
-                state,
-                state,
-                f"held until {format_instant(now + hold)}, " + why,
-                actor.name,
-            )
+            why = f"held until {format_instant(now + hold)}, {what}"
+            self.transitions.record(session, reservation, state, state, why, actor.name)
         self.on_change(reservation.held_until)
         return reservation
 
@@ -554,14 +549,6 @@ class Service:
                 self.driver.modify(circuit_of(self.topology, reservation), before)
             except DriverError as exc:
                 raise NetworkError(f"the network refused the change ({exc}); {otherwise}") from exc
-
-    def drop_change(self, session: Session, reservation: Reservation, why: str, actor: str) -> None:
-        """Forget the change held for `reservation`: it holds its own version only again."""
-        state = State(reservation.state)
-        reservation.held_change, reservation.held_until = None, None
-        reservation.updated_at = self.clock()
-        self.ledger.changed(session, reservation)
-        self.transitions.record(session, reservation, state, state, why, actor)
 
     def want_up(self, actor: User, reservation_id: int, wanted: bool) -> Reservation:
         """Ask for the circuit to be up during the slot (NSI's provision), or not (its

@@ -34,6 +34,15 @@ class Transitions:
         reservation.updated_at = self.clock()
         self.record(session, reservation, before, after, reason, actor)
 
+    def drop_change(self, session: Session, reservation: Reservation, why: str, actor: str) -> None:
+        """Forget the change held for `reservation` (an abort, or its hold's timeout): it
+        holds its own version only again."""
+        state = State(reservation.state)
+        reservation.held_change, reservation.held_until = None, None
+        reservation.updated_at = self.clock()
+        self.ledger.changed(session, reservation)
+        self.record(session, reservation, state, state, why, actor)
+
     def record(
         self,
         session: Session,

@@ -59,6 +59,8 @@ class Job:
 
     name = ""
     calls_driver = True
+    drops_change: str | None = None
+    """Why, for a job that drops the change held for a reservation as it begins."""
 
     def is_due(self, t: Timing, now: datetime) -> bool:
         raise NotImplementedError
@@ -67,12 +69,6 @@ class Job:
         """The event to fire as the job begins, and why; None when the reservation is in
         the job's working state already (the job is being taken up again)."""
         raise NotImplementedError
-
-    def settle(self, reservation: Reservation) -> str | None:
-        """A change the job makes to the reservation itself as it begins, other than a
-        move of state; why, to record (None: no such change)."""
-        del reservation
-        return None
 
     def call(self, driver: Driver, circuit: Circuit) -> None:
         """The driver's part; raises `DriverError` when the network refuses."""
@@ -198,16 +194,13 @@ class ChangeExpired(Job):
 
     name = "change_expired"
     calls_driver = False
+    drops_change = "the change held was not committed before its hold timed out"
 
     def is_due(self, t: Timing, now: datetime) -> bool:
         return t.change_held and t.held_until is not None and t.held_until <= now
 
     def beginning(self, reservation: Reservation, now: datetime) -> None:
         return None
-
-    def settle(self, reservation: Reservation) -> str:
-        reservation.held_change, reservation.held_until = None, None
-        return "the change held was not committed before its hold timed out"
 
 
 MISSED, PROVISION, RELEASE, END = Missed(), Provision(), Release(), EndWhileProvisioning()
@@ -299,12 +292,8 @@ class Work:
                 return None
             if due_job(Timing.of(reservation), now) is not job:
                 return None
-            settled = job.settle(reservation)
-            if settled is not None:
-                state = State(reservation.state)
-                reservation.updated_at = now
-                self.transitions.ledger.changed(session, reservation)
-                self.transitions.record(session, reservation, state, state, settled, SCHEDULER)
+            if job.drops_change is not None:
+                self.transitions.drop_change(session, reservation, job.drops_change, SCHEDULER)
             beginning = job.beginning(reservation, now)
             if beginning is not None:
                 self.transitions.fire(session, reservation, *beginning, SCHEDULER)

@@ -177,14 +177,12 @@ class NsiConnection(Base):
     reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"), unique=True)
     global_reservation_id: Mapped[str] = mapped_column(String(255), default="")
     requester_nsa: Mapped[str] = mapped_column(String(255), default="")
-    source_stp: Mapped[str] = mapped_column(String(512))
-    dest_stp: Mapped[str] = mapped_column(String(512))
-    """Each with the one VLAN the connection uses there, if labelled."""
     source_local: Mapped[str] = mapped_column(String(200))
     source_vlan: Mapped[int | None] = mapped_column(Integer)
     dest_local: Mapped[str] = mapped_column(String(200))
     dest_vlan: Mapped[int | None] = mapped_column(Integer)
-    """The STPs' ends and VLANs again, to find a VLAN in use at an STP."""
+    """The STPs: each an end of this domain and the one VLAN used there, if labelled
+    (the STP's name is these and the domain's network identifier)."""
     version: Mapped[int] = mapped_column(Integer, default=0)
     """NSI's version of the connection: 0 as first committed, one more per committed modify."""
     terminated_at: Mapped[datetime | None]

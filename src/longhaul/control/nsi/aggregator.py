@@ -112,9 +112,6 @@ class Peer(Protocol):
     def get(self, connection_id: str) -> SegmentView: ...
 
 
-ACTIONS = ("reserve-commit", "reserve-abort", "provision", "release", "terminate")
-
-
 @dataclass(frozen=True)
 class Change:
     """NSI's modify: a new capacity, a new end time, or both."""
@@ -440,7 +437,10 @@ class Aggregator:
                 raise
 
     def get(self, actor: User, connection_id: str) -> Aggregate:
-        row = self._row(actor, connection_id)
+        return self._aggregate(actor, self._row(actor, connection_id))
+
+    def _aggregate(self, actor: User, row: NsiAggregate) -> Aggregate:
+        """The aggregate `row` names, with each segment as its domain reports it now."""
         views = tuple(self._peer(actor, net).get(child) for net, child in row.segments)
         return Aggregate(
             connection_id=row.connection_id,
@@ -460,8 +460,8 @@ class Aggregator:
         if actor.role != "admin":
             query = query.where(NsiAggregate.owner_id == actor.id)
         with self.db.read() as session:
-            ids = [row.connection_id for row in session.scalars(query.limit(limit).offset(offset))]
-        return [self.get(actor, connection_id) for connection_id in ids]
+            rows = list(session.scalars(query.limit(limit).offset(offset)))
+        return [self._aggregate(actor, row) for row in rows]
 
     def has(self, connection_id: str) -> bool:
         with self.db.read() as session:

@@ -109,8 +109,6 @@ class Provider:
                     reservation_id=reservation.id,
                     global_reservation_id=request.global_reservation_id,
                     requester_nsa=request.requester_nsa,
-                    source_stp=str(source),
-                    dest_stp=str(dest),
                     source_local=source.local,
                     source_vlan=_vlan(source),
                     dest_local=dest.local,
@@ -184,7 +182,7 @@ class Provider:
             row = session.get(NsiConnection, connection_id)
             if row is None or not _visible(actor, row.reservation):
                 raise NotFoundError(f"no connection {connection_id}")
-            return _connection(row)
+            return _connection(row, self.network)
 
     def connections(self, actor: User, limit: int = 100, offset: int = 0) -> Sequence[Connection]:
         query = select(NsiConnection).join(Reservation).order_by(NsiConnection.created_at)
@@ -192,7 +190,7 @@ class Provider:
             query = query.where(Reservation.owner_id == actor.id)
         with self.service.db.read() as session:
             rows = session.scalars(query.limit(limit).offset(offset)).unique()
-            return [_connection(row) for row in rows]
+            return [_connection(row, self.network) for row in rows]
 
     def _reservation_id(self, actor: User, connection_id: str) -> int:
         return self.get(actor, connection_id).reservation.id
@@ -204,6 +202,10 @@ class VlanUnavailableError(ConflictError):
     def __init__(self, field: str, stp: Stp) -> None:
         self.field = field
         super().__init__(f"{field}: no VLAN of {stp} is free there for the whole slot")
+
+
+def _stp(network: str, local: str, vlan: int | None) -> Stp:
+    return Stp(network, local, None if vlan is None else (vlan, vlan))
 
 
 def _vlan(stp: Stp) -> int | None:
@@ -259,7 +261,7 @@ def _visible(actor: User, reservation: Reservation) -> bool:
     return actor.role == "admin" or reservation.owner_id == actor.id
 
 
-def _connection(row: NsiConnection) -> Connection:
+def _connection(row: NsiConnection, network: str) -> Connection:
     reservation = row.reservation
     state = State(reservation.state)
     states = observe(
@@ -273,8 +275,8 @@ def _connection(row: NsiConnection) -> Connection:
         connection_id=row.connection_id,
         global_reservation_id=row.global_reservation_id,
         requester_nsa=row.requester_nsa,
-        source_stp=row.source_stp,
-        dest_stp=row.dest_stp,
+        source_stp=str(_stp(network, row.source_local, row.source_vlan)),
+        dest_stp=str(_stp(network, row.dest_local, row.dest_vlan)),
         reservation=reservation,
         states=states,
         version=row.version,

@@ -42,8 +42,6 @@ def upgrade() -> None:
         ),
         sa.Column("global_reservation_id", sa.String(255), nullable=False),
         sa.Column("requester_nsa", sa.String(255), nullable=False),
-        sa.Column("source_stp", sa.String(512), nullable=False),
-        sa.Column("dest_stp", sa.String(512), nullable=False),
         sa.Column("source_local", sa.String(200), nullable=False),
         sa.Column("source_vlan", sa.Integer(), nullable=True),
         sa.Column("dest_local", sa.String(200), nullable=False),
