@@ -5,9 +5,10 @@
 //! searches know nothing of time or bookings.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
+use std::ops::Range;
 
-use crate::intervals::{difference, intersect, union};
+use crate::intervals::{intersect, push_merging};
 
 /// One link of a path, in the direction it is crossed: `(link, from node, to node)`.
 pub type Step = (usize, usize, usize);
@@ -132,77 +133,60 @@ impl Graph {
 
     /// ALL-SLOTS: the start times in `domain` at which some path joins `src` to `dst`.
     ///
-    /// `starts_on(link)` gives the starts within `domain` at which the link can carry
-    /// the request. This is the semiring closure of USN's path computation,
-    /// `τ(w) ← τ(w) ⊕ (τ(v) ⊗ L_e)`, run to its fixpoint (a walk never adds a start
-    /// its simple sub-path lacks, so the fixpoint is the union over simple paths), with
-    /// two savings: links free over the whole domain impose nothing, so the nodes they
-    /// join are merged first and share one label; and a label passes on only what it
-    /// gained since it last did.
+    /// `starts_on(link, out)` appends to `out` the starts within `domain` at which the
+    /// link can carry the request (a flat interval set). The answer is the semiring
+    /// closure of USN's path computation, `τ(w) ← τ(w) ⊕ (τ(v) ⊗ L_e)` at its fixpoint:
+    /// the starts `t` at which `src` and `dst` are joined by links usable at `t`. It is
+    /// found by dividing time, not by propagating sets: over a span in which a link is
+    /// usable throughout, its ends are one node; a link usable nowhere in it is gone. If
+    /// that joins `src` to `dst`, the whole span is in; if even every link usable
+    /// somewhere in the span cannot join them, none of it is; otherwise the span is cut
+    /// at the median bound of the links still undecided, and each half searched on the
+    /// graph contracted so far. Each bound is looked at on O(log bounds) levels.
+    ///
+    /// With `Wanted::First` the search stops at the first span it finds: the set
+    /// returned starts with the earliest start and may lack later ones.
     pub fn reachable_starts(
         &self,
         src: usize,
         dst: usize,
         domain: &[i64],
-        mut starts_on: impl FnMut(usize) -> Vec<i64>,
+        mut starts_on: impl FnMut(usize, &mut Vec<i64>),
+        wanted: Wanted,
     ) -> Vec<i64> {
-        if domain.is_empty() {
+        let (Some(&lo), Some(&hi)) = (domain.first(), domain.last()) else {
             return Vec::new();
-        }
-        let mut merged = DisjointSets::new(self.nodes());
-        let mut partial = Vec::new();
+        };
+        let mut bounds = Vec::new();
+        let mut links = Vec::new();
         for (link, &(a, b)) in self.ends.iter().enumerate() {
-            let starts = starts_on(link);
-            if starts == domain {
-                merged.join(a, b);
-            } else if !starts.is_empty() {
-                partial.push((a, b, starts));
+            let from = bounds.len();
+            starts_on(link, &mut bounds);
+            if bounds.len() > from {
+                links.push(Undecided {
+                    a,
+                    b,
+                    starts: from..bounds.len(),
+                });
             }
         }
-        let (source, target) = (merged.root(src), merged.root(dst));
-        if source == target {
-            return domain.to_vec();
+        let mut found = Vec::new();
+        Division {
+            bounds: &bounds,
+            found: &mut found,
+            wanted,
         }
-        let mut neighbours: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.nodes()];
-        for (k, &(a, b, _)) in partial.iter().enumerate() {
-            let (ra, rb) = (merged.root(a), merged.root(b));
-            if ra != rb {
-                neighbours[ra].push((rb, k));
-                neighbours[rb].push((ra, k));
-            }
-        }
-        let mut label: Vec<Vec<i64>> = vec![Vec::new(); self.nodes()];
-        let mut pending: Vec<Option<Vec<i64>>> = vec![None; self.nodes()];
-        let mut queue = VecDeque::from([source]);
-        label[source] = domain.to_vec();
-        pending[source] = Some(domain.to_vec());
-        while let Some(node) = queue.pop_front() {
-            let delta = pending[node]
-                .take()
-                .expect("a queued node has a pending delta");
-            for &(other, k) in &neighbours[node] {
-                let reached = intersect(&delta, &partial[k].2);
-                if reached.is_empty() {
-                    continue;
-                }
-                let gained = difference(&reached, &label[other]);
-                if gained.is_empty() {
-                    continue;
-                }
-                label[other] = union(&label[other], &gained);
-                if let Some(waiting) = pending[other].take() {
-                    pending[other] = Some(union(&waiting, &gained));
-                } else {
-                    queue.push_back(other);
-                    pending[other] = Some(gained);
-                }
-            }
-            if label[target] == domain {
-                break;
-            }
-        }
-        std::mem::take(&mut label[target])
+        .search(lo, hi, self.nodes(), src, dst, links);
+        intersect(&found, domain)
     }
+}
+
+/// How much of the answer a search over time wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wanted {
+    All,
+    /// The first span only (spans are searched left to right).
+    First,
 }
 
 /// A search key: hops first, then miles.
@@ -234,6 +218,118 @@ fn walk_back(dst: usize, came_by: &[Option<(usize, usize)>]) -> Vec<Step> {
     steps
 }
 
+/// A link not yet known to be usable or not throughout the span searched: its ends in
+/// the graph contracted so far, and its usable starts, `bounds[starts]`.
+#[derive(Clone)]
+struct Undecided {
+    a: usize,
+    b: usize,
+    starts: Range<usize>,
+}
+
+/// The state of one `reachable_starts` search: every link's starts, and the spans found.
+struct Division<'a> {
+    bounds: &'a [i64],
+    found: &'a mut Vec<i64>,
+    wanted: Wanted,
+}
+
+impl Division<'_> {
+    /// Add to `found` the starts in `[lo, hi)` at which `src` reaches `dst` over `links`,
+    /// in a graph of `nodes` nodes. Spans are searched left to right, so `found` stays sorted.
+    fn search(
+        &mut self,
+        lo: i64,
+        hi: i64,
+        nodes: usize,
+        src: usize,
+        dst: usize,
+        links: Vec<Undecided>,
+    ) {
+        let mut whole = DisjointSets::new(nodes);
+        let mut undecided = Vec::with_capacity(links.len());
+        for link in links {
+            let starts = overlapping(self.bounds, link.starts, lo, hi);
+            match starts.len() {
+                0 => {}
+                2 if self.bounds[starts.start] <= lo && self.bounds[starts.start + 1] >= hi => {
+                    whole.join(link.a, link.b);
+                }
+                _ => undecided.push(Undecided { starts, ..link }),
+            }
+        }
+        let (src, dst) = (whole.root(src), whole.root(dst));
+        if src == dst {
+            push_merging(self.found, lo, hi);
+            return;
+        }
+        let mut somewhere = whole.clone();
+        for link in &undecided {
+            somewhere.join(link.a, link.b);
+        }
+        if somewhere.root(src) != somewhere.root(dst) {
+            return;
+        }
+        // Contract: the nodes joined throughout the span become one, numbered anew.
+        let mut number = vec![usize::MAX; nodes];
+        let mut count = 0;
+        let mut renumber = |node: usize| {
+            let root = whole.root(node);
+            if number[root] == usize::MAX {
+                number[root] = count;
+                count += 1;
+            }
+            number[root]
+        };
+        let (src, dst) = (renumber(src), renumber(dst));
+        let mut inner = Vec::new();
+        let mut contracted = Vec::with_capacity(undecided.len());
+        for link in undecided {
+            let (a, b) = (renumber(link.a), renumber(link.b));
+            if a != b {
+                let bounds = &self.bounds[link.starts.clone()];
+                inner.extend(bounds.iter().copied().filter(|&t| lo < t && t < hi));
+                contracted.push(Undecided { a, b, ..link });
+            }
+        }
+        // An undecided link has a bound inside the span, so `inner` is not empty.
+        let middle = inner.len() / 2;
+        let (_, &mut cut, _) = inner.select_nth_unstable(middle);
+        self.search(lo, cut, count, src, dst, contracted.clone());
+        if self.wanted == Wanted::All || self.found.is_empty() {
+            self.search(cut, hi, count, src, dst, contracted);
+        }
+    }
+}
+
+/// The part of the flat set `bounds[starts]` whose intervals overlap `[lo, hi)`.
+fn overlapping(bounds: &[i64], starts: Range<usize>, lo: i64, hi: i64) -> Range<usize> {
+    let set = &bounds[starts.clone()];
+    let pairs = set.len() / 2;
+    // Intervals ending at or before `lo`, and those starting at or after `hi`, are out.
+    let first = partition_pairs(pairs, |k| set[2 * k + 1] <= lo);
+    let last = partition_pairs(pairs, |k| set[2 * k] < hi);
+    if first >= last {
+        return starts.start..starts.start;
+    }
+    starts.start + 2 * first..starts.start + 2 * last
+}
+
+/// The number of leading pairs `0..pairs` for which `before` holds (it holds for a prefix).
+fn partition_pairs(pairs: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, pairs);
+    while lo < hi {
+        let mid = usize::midpoint(lo, hi);
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+#[derive(Clone)]
 struct DisjointSets {
     parent: Vec<usize>,
 }
@@ -262,6 +358,63 @@ impl DisjointSets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::intervals::{contains, normalize};
+    use proptest::prelude::*;
+
+    /// Whether `src` reaches `dst` over the links usable at `t`, by a plain search.
+    fn joined_at(
+        ends: &[(usize, usize)],
+        sets: &[Vec<i64>],
+        src: usize,
+        dst: usize,
+        t: i64,
+    ) -> bool {
+        let mut reached = vec![src];
+        let mut k = 0;
+        while k < reached.len() {
+            let node = reached[k];
+            k += 1;
+            for (link, &(a, b)) in ends.iter().enumerate() {
+                let other = if a == node {
+                    b
+                } else if b == node {
+                    a
+                } else {
+                    continue;
+                };
+                if contains(&sets[link], t) && !reached.contains(&other) {
+                    reached.push(other);
+                }
+            }
+        }
+        reached.contains(&dst)
+    }
+
+    fn set() -> impl Strategy<Value = Vec<i64>> {
+        prop::collection::vec((0i64..40, 0i64..40), 0..4).prop_map(normalize)
+    }
+
+    proptest! {
+        #[test]
+        fn reachable_starts_are_the_instants_at_which_usable_links_join_the_ends(
+            ends in prop::collection::vec((0usize..6, 0usize..6), 1..12),
+            sets in prop::collection::vec(set(), 12),
+            domain in set(),
+        ) {
+            let ends: Vec<_> = ends.into_iter().filter(|(a, b)| a != b).collect();
+            let g = Graph::new(6, ends.clone(), vec![1.0; ends.len()]);
+            let sets: Vec<Vec<i64>> = sets[..ends.len()].iter().map(|s| intersect(s, &domain)).collect();
+            let starts_on = |link: usize, out: &mut Vec<i64>| out.extend(&sets[link]);
+            let got = g.reachable_starts(0, 5, &domain, starts_on, Wanted::All);
+            prop_assert!(crate::intervals::is_normal(&got));
+            let first = g.reachable_starts(0, 5, &domain, starts_on, Wanted::First);
+            prop_assert_eq!(first.first(), got.first());
+            for t in -2..44 {
+                let expected = contains(&domain, t) && joined_at(&ends, &sets, 0, 5, t);
+                prop_assert_eq!(contains(&got, t), expected, "t = {}", t);
+            }
+        }
+    }
 
     /// 0 - 1 - 3 and 0 - 2 - 3, the lower route longer; plus a long direct 0 - 3 link.
     fn diamond() -> Graph {
@@ -299,9 +452,23 @@ mod tests {
     fn reachable_starts_unions_paths_and_intersects_links() {
         let g = diamond();
         let starts = [vec![0, 10], vec![5, 20], vec![30, 40], vec![35, 50], vec![]];
-        let got = g.reachable_starts(0, 3, &[0, 100], |l| starts[l].clone());
+        let got = g.reachable_starts(
+            0,
+            3,
+            &[0, 100],
+            |l, out| out.extend(&starts[l]),
+            Wanted::All,
+        );
         assert_eq!(got, vec![5, 10, 35, 40]);
-        let all = g.reachable_starts(0, 3, &[0, 100], |_| vec![0, 100]);
+        let first = g.reachable_starts(
+            0,
+            3,
+            &[0, 100],
+            |l, out| out.extend(&starts[l]),
+            Wanted::First,
+        );
+        assert_eq!(first, vec![5, 10]);
+        let all = g.reachable_starts(0, 3, &[0, 100], |_, out| out.extend([0, 100]), Wanted::All);
         assert_eq!(all, vec![0, 100]);
     }
 }

@@ -117,7 +117,7 @@ pub fn is_normal(a: &[i64]) -> bool {
     a.len() % 2 == 0 && a.windows(2).all(|w| w[0] < w[1])
 }
 
-fn push_merging(out: &mut Vec<i64>, lo: i64, hi: i64) {
+pub(crate) fn push_merging(out: &mut Vec<i64>, lo: i64, hi: i64) {
     match out.last_mut() {
         Some(last) if lo <= *last => *last = (*last).max(hi),
         _ => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
-use crate::graph::{Graph, Step};
+use crate::graph::{Graph, Step, Wanted};
 use crate::intervals::{NEG_INF, intersect};
 use crate::timeline::FreeTimeline;
 
@@ -194,28 +194,50 @@ impl Network {
 
     /// Query 4: the starts in `[first, stop)` at which `need` fits for `duration` on `way`.
     pub fn slots(&self, way: &Way, need: i64, duration: i64, first: i64, stop: i64) -> Vec<i64> {
+        self.starts(way, need, duration, first, stop, Wanted::All)
+    }
+
+    /// `slots`, all of them or (`Wanted::First`) a set that starts with the first.
+    fn starts(
+        &self,
+        way: &Way,
+        need: i64,
+        duration: i64,
+        first: i64,
+        stop: i64,
+        wanted: Wanted,
+    ) -> Vec<i64> {
         if stop <= first {
             return Vec::new();
         }
         let window_end = stop + duration - 1;
-        let starts_for = |link: usize, times: i64| {
+        let push_starts = |link: usize, times: i64, out: &mut Vec<i64>| {
             let booked = times * self.rates[link].booked(need);
-            self.timelines[link].free_starts(booked, first, window_end, duration)
+            self.timelines[link].push_free_starts(booked, first, window_end, duration, out);
         };
         let mut domain = vec![first, stop];
         for &(link, times) in &way.fixed_links() {
-            domain = intersect(&domain, &starts_for(link, times));
+            let mut starts = Vec::new();
+            push_starts(link, times, &mut starts);
+            domain = intersect(&domain, &starts);
         }
         match way.search() {
             Some((src, dst)) if !domain.is_empty() => {
                 let avoided = self.avoided(way);
-                self.graph.reachable_starts(src, dst, &domain, |link| {
+                let whole = domain.len() == 2;
+                let mut starts = Vec::new();
+                let starts_on = |link: usize, out: &mut Vec<i64>| {
                     if avoided(link) {
-                        Vec::new()
+                    } else if whole {
+                        push_starts(link, 1, out);
                     } else {
-                        intersect(&starts_for(link, 1), &domain)
+                        starts.clear();
+                        push_starts(link, 1, &mut starts);
+                        out.extend(intersect(&starts, &domain));
                     }
-                })
+                };
+                self.graph
+                    .reachable_starts(src, dst, &domain, starts_on, wanted)
             }
             _ => domain,
         }
@@ -243,11 +265,21 @@ impl Network {
         }
         // After the last change every link is idle, so a start there is feasible. Search
         // up to it in windows that double, so that an early answer is found cheaply.
+        // Most requests fit when asked: one path search says so, cheaper than a window.
+        if self
+            .fixed_slot(way, need, first, first.saturating_add(duration))
+            .is_some()
+        {
+            return Some(first);
+        }
+        // After the last change every link is idle, so a start there is feasible. Search
+        // up to it in windows that double, so that an early answer is found cheaply.
         let last = first.max(self.last_change());
         let (mut first, mut span) = (first, duration);
         while first <= last {
             let stop = first.saturating_add(span).min(last + 1);
-            if let Some(&start) = self.slots(way, need, duration, first, stop).first() {
+            let starts = self.starts(way, need, duration, first, stop, Wanted::First);
+            if let Some(&start) = starts.first() {
                 return Some(start);
             }
             first = stop;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::intervals::{NEG_INF, POS_INF, erode};
+use crate::intervals::{NEG_INF, POS_INF};
 
 /// Capacity minus the load of the bookings active at each instant.
 ///
@@ -117,27 +117,36 @@ impl FreeTimeline {
 
     /// The starts `t` with `[t, t + duration)` inside `[lo, hi)` and `need_mbps` free throughout.
     pub fn free_starts(&self, need_mbps: i64, lo: i64, hi: i64, duration: i64) -> Vec<i64> {
+        let mut starts = Vec::new();
+        self.push_free_starts(need_mbps, lo, hi, duration, &mut starts);
+        starts
+    }
+
+    /// `free_starts`, appended to `out` (a flat interval set whose last bound is below `lo`):
+    /// one pass over the window and no allocation of its own, as the path searches ask
+    /// this of every link.
+    pub fn push_free_starts(
+        &self,
+        need_mbps: i64,
+        lo: i64,
+        hi: i64,
+        duration: i64,
+        out: &mut Vec<i64>,
+    ) {
+        assert!(duration >= 1, "duration must be at least 1, got {duration}");
         let (i, j) = self.segments_over(lo, hi);
-        let window = &self.free[i..j];
-        if window.iter().all(|&f| f >= need_mbps) {
-            return erode(&[lo, hi], duration);
-        }
-        let mut runs: Vec<i64> = Vec::new();
+        let mut run: Option<i64> = None;
         for k in i..j {
-            if self.free[k] < need_mbps {
-                continue;
-            }
             let seg_lo = self.times[k].max(lo);
-            let seg_hi = self.times.get(k + 1).copied().unwrap_or(POS_INF).min(hi);
-            match runs.last_mut() {
-                Some(last) if *last == seg_lo => *last = seg_hi,
-                _ => {
-                    runs.push(seg_lo);
-                    runs.push(seg_hi);
-                }
+            if self.free[k] >= need_mbps {
+                run.get_or_insert(seg_lo);
+            } else if let Some(from) = run.take() {
+                push_eroded(out, from, seg_lo, duration);
             }
         }
-        erode(&runs, duration)
+        if let Some(from) = run {
+            push_eroded(out, from, hi, duration);
+        }
     }
 
     /// `(instant, free)` at `start` and wherever the free bandwidth changes before `end`.
@@ -175,6 +184,15 @@ impl FreeTimeline {
             self.free.insert(k, self.free[k - 1]);
         }
         k
+    }
+}
+
+/// Append the starts that fit a run `[lo, hi)` of free instants (an unbounded end stays so).
+fn push_eroded(out: &mut Vec<i64>, lo: i64, hi: i64, duration: i64) {
+    let last = if hi == POS_INF { hi } else { hi - duration + 1 };
+    if lo < last {
+        out.push(lo);
+        out.push(last);
     }
 }
 
