@@ -9,7 +9,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from longhaul.errors import InputError
-from longhaul.schedule import Availability, Booking, bookings_along, larger_of
+from longhaul.schedule import Availability, Booking, Request, bookings_along, larger_of
 from longhaul.schedule.instants import to_us
 from longhaul.topology import usn
 
@@ -436,3 +436,53 @@ def test_larger_of_the_same_path_longer_and_wider():
         Booking("l1", _T, _T + timedelta(hours=2), 1000),
         Booking("l1", _T + timedelta(hours=2), _T + timedelta(hours=3), 600),
     )
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ORNL", "CHICAGO", "SEATTLE", "SUNNYVALE"]),
+            st.sampled_from(["ORNL", "CHICAGO", "SEATTLE", "SUNNYVALE"]),
+            st.sampled_from([150, 1200, 4800, 9600, 20_000]),
+            st.integers(0, 40),
+            st.integers(1, 12),
+        ),
+        max_size=25,
+    )
+)
+def test_admitting_books_each_request_as_a_fixed_slot_else_its_earliest_start(asked):
+    """`with_admitted` in one call gives what the four-query loop a control plane runs gives."""
+    requests = [
+        Request(src, dst, mbps, T0 + timedelta(hours=start), timedelta(hours=hours))
+        for src, dst, mbps, start, hours in asked
+        if src != dst
+    ]
+    avail, admitted = Availability(usn()).with_admitted(requests)
+    step = Availability(usn())
+    for request, got in zip(requests, admitted, strict=True):
+        src, dst, mbps, start, duration = request
+        path = step.fixed_slot(src, dst, mbps, start, start + duration)
+        expected = (
+            (start, path)
+            if path is not None
+            else step.earliest_start(*request[:3], duration, start)
+        )
+        if expected is None:
+            assert got is None
+            continue
+        assert got == expected
+        step = step.with_bookings(
+            bookings_along(expected[1], expected[0], expected[0] + duration, mbps)
+        )
+    for link in usn().links:
+        window = (T0, T0 + timedelta(days=4))
+        assert avail.free_steps(link, *window) == step.free_steps(link, *window)
+
+
+def test_admitting_names_the_request_it_cannot_read():
+    ask = Request("ORNL", "SUNNYVALE", 0, T0, timedelta(hours=1))
+    with pytest.raises(InputError) as caught:
+        Availability(usn()).with_admitted(
+            [Request("ORNL", "SUNNYVALE", 10, T0, timedelta(hours=1)), ask]
+        )
+    assert caught.value.field == "requests[1].bandwidth_mbps"

@@ -16,6 +16,8 @@ use pyo3::prelude::*;
 use longhaul_schedule::{FreeTimeline, Graph, LinkRate, Network, Step, Way, intervals};
 
 type Booking = (usize, i64, i64, i64);
+/// What admitting a request booked: its start and path, or None if it never fits.
+type Admitted = Option<(i64, Vec<Step>)>;
 
 create_exception!(
     _schedule,
@@ -127,12 +129,12 @@ impl PyFreeTimeline {
 
     #[getter]
     fn times(&self) -> Vec<i64> {
-        self.0.times().to_vec()
+        self.0.times()
     }
 
     #[getter]
     fn free(&self) -> Vec<i64> {
-        self.0.free().to_vec()
+        self.0.free()
     }
 
     fn free_at(&self, t: i64) -> PyResult<i64> {
@@ -255,6 +257,34 @@ impl PyNetwork {
         let mut network = self.0.clone();
         py.detach(|| network.add_bookings(&bookings, release));
         Ok(Self(network))
+    }
+
+    /// A new network with each (way, need, duration, start) request booked in turn as the
+    /// control plane admits one: from its start if a path has room then, else from its
+    /// earliest start after it. Per request, (start, steps) booked, or None when the way
+    /// could never carry it.
+    fn with_admitted(
+        &self,
+        py: Python<'_>,
+        requests: Vec<(PyRef<'_, PyWay>, i64, i64, i64)>,
+    ) -> PyResult<(Self, Vec<Admitted>)> {
+        let mut asked = Vec::with_capacity(requests.len());
+        for (way, need, duration, start) in &requests {
+            self.check(way)?;
+            bandwidth(*need, "need")?;
+            length(*duration)?;
+            instant(*start, "start")?;
+            instant(start.saturating_add(*duration), "start + duration")?;
+            asked.push((way.0.clone(), *need, *duration, *start));
+        }
+        let mut network = self.0.clone();
+        let admitted = py.detach(|| {
+            asked
+                .iter()
+                .map(|(way, need, duration, start)| network.admit(way, *need, *duration, *start))
+                .collect()
+        });
+        Ok((Self(network), admitted))
     }
 
     fn fixed_slot(

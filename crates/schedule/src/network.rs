@@ -145,6 +145,32 @@ impl Network {
         }
     }
 
+    /// Book a request as the control plane admits one: on a path with room from `start`,
+    /// else from the earliest start after it. The start and path booked, or None when
+    /// `way` could never carry `need`.
+    pub fn admit(
+        &mut self,
+        way: &Way,
+        need: i64,
+        duration: i64,
+        start: i64,
+    ) -> Option<(i64, Vec<Step>)> {
+        let end = start.saturating_add(duration);
+        let (start, steps) = if let Some(steps) = self.fixed_slot(way, need, start, end) {
+            (start, steps)
+        } else {
+            let start = self.earliest(way, need, duration, start)?;
+            let steps = self.fixed_slot(way, need, start, start + duration);
+            (start, steps.expect("the earliest start was found feasible"))
+        };
+        let bookings: Vec<_> = steps
+            .iter()
+            .map(|&(link, _, _)| (link, start, start + duration, need))
+            .collect();
+        self.add_bookings(&bookings, false);
+        Some((start, steps))
+    }
+
     /// Query 1: a path for `need` free throughout `[lo, hi)`: the fewest hops, then the
     /// shortest, of those that `way` allows.
     pub fn fixed_slot(&self, way: &Way, need: i64, lo: i64, hi: i64) -> Option<Vec<Step>> {
@@ -479,6 +505,22 @@ mod tests {
         assert_eq!(net.max_bandwidth(&twice, 0, 10).0, 4650);
         assert_eq!(net.earliest(&twice, 4800, 10, 0), Some(100));
         assert_eq!(net.earliest(&twice, 4801, 10, 0), None);
+    }
+
+    #[test]
+    fn requests_are_admitted_when_asked_or_at_their_earliest_start() {
+        let mut net = pair();
+        let way = Way::between(0, 1);
+        assert_eq!(net.admit(&way, 9600, 10, 0), Some((0, vec![(0, 0, 1)])));
+        assert_eq!(net.admit(&way, 4800, 10, 5), Some((5, vec![(1, 0, 1)])));
+        assert_eq!(net.admit(&way, 4800, 10, 5), Some((5, vec![(1, 0, 1)])));
+        // Both circuits are full until 10 (the first) and 15 (the second).
+        assert_eq!(net.admit(&way, 9600, 10, 0), Some((10, vec![(0, 0, 1)])));
+        assert_eq!(net.admit(&way, 9600, 10, 0), Some((15, vec![(1, 0, 1)])));
+        assert_eq!(net.admit(&way, 9601, 10, 0), None);
+        assert_eq!(net.timeline(0).free_at(19), 0);
+        assert_eq!(net.timeline(1).free_at(24), 0);
+        assert_eq!(net.timeline(1).free_at(25), 9600);
     }
 
     #[test]

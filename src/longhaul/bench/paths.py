@@ -3,9 +3,12 @@
 For each topology (USN, and synthetic networks of 100 and 1,000 nodes with about four
 links per node), 10,000 random reservations are booked the way the control plane would
 book them: a random request (endpoints, bandwidth, a start within 30 days, a duration
-from 15 minutes to 12 hours) is checked with `fixed_slot` and booked on the path found,
-or else at its `earliest_start`. Links therefore fill up to their capacity, never beyond.
-Then each query runs on fresh random requests and its latency is recorded.
+from 15 minutes to 12 hours) is booked on a path with room from its start, or else from
+its `earliest_start` (`Availability.with_admitted`). Links therefore fill up to their
+capacity, never beyond. A name with a count, `n1000_1m`, is a year's calendar instead:
+that many reservations (here a million) with starts within 365 days. Then each query
+runs on fresh random requests, starting within the calendar's days, and its latency is
+recorded.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from longhaul.schedule import Availability, bookings_along
+from longhaul.schedule import Availability, Request
 from longhaul.topology import Topology, usn
 from longhaul.topology.synthetic import random_topology
 
 T0 = datetime(2030, 1, 7, tzinfo=UTC)
 HORIZON = timedelta(days=30)
+YEAR = timedelta(days=365)
+_BATCH = 10_000
+"""Requests admitted per call into the core (progress is reported between calls)."""
 ALL_SLOTS_WINDOW = timedelta(days=7)
 QUERIES = ("fixed_slot", "earliest_start", "max_bandwidth", "all_slots")
 _BANDWIDTHS_MBPS = (150, 300, 600, 1000, 1200, 2400, 4800)
@@ -34,8 +40,9 @@ _BANDWIDTHS_MBPS = (150, 300, 600, 1000, 1200, 2400, 4800)
 class Plan:
     """What one run measures."""
 
-    topologies: tuple[str, ...] = ("usn", "n100", "n1000")
+    topologies: tuple[str, ...] = ("usn", "n100", "n1000", "n1000_1m")
     reservations: int = 10_000
+    """Booked on each topology named without a count of its own."""
     samples: int = 1000
     seed: int = 1
 
@@ -44,20 +51,44 @@ Progress = Callable[[str, int, int], None]
 """(what, done, total) — how far a long step has got."""
 
 
+@dataclass(frozen=True)
+class Calendar:
+    """What one benchmark topology holds: `reservations` with starts within `days`."""
+
+    graph: str
+    reservations: int
+    days: int
+
+    @classmethod
+    def named(cls, name: str, plan: Plan) -> Calendar:
+        """`usn` or `nN` (the plan's reservations over 30 days), or `nN_C` with C a count
+        such as `1m` or `200k`: a year holding that many."""
+        graph, sep, count = name.partition("_")
+        if not sep:
+            return cls(graph, plan.reservations, HORIZON.days)
+        scale = {"k": 1_000, "m": 1_000_000}.get(count[-1:].lower())
+        if scale is None or not count[:-1].isdigit():
+            raise ValueError(f"unknown benchmark calendar {name!r}; use e.g. n1000_1m or n100_200k")
+        return cls(graph, int(count[:-1]) * scale, YEAR.days)
+
+
 def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"topologies": {}}
     for name in plan.topologies:
+        calendar = Calendar.named(name, plan)
         rng = random.Random(f"{plan.seed}-{name}")
-        topology = _topology(name, plan.seed)
+        topology = _topology(calendar.graph, plan.seed)
         started = time.perf_counter()
-        avail, stats = _admit(topology, plan.reservations, rng, name, progress)
+        avail, stats = _admit(topology, calendar, rng, name, progress)
         entry: dict[str, Any] = {
             "nodes": len(topology.nodes),
             "links": len(topology.links),
             **stats,
+            "days": calendar.days,
             "booking_s": round(time.perf_counter() - started, 2),
         }
-        entry |= _measure_queries(avail, plan.samples, rng, name, progress)
+        span = timedelta(days=calendar.days)
+        entry |= _measure_queries(avail, plan.samples, span, rng, name, progress)
         report["topologies"][name] = entry
     report["workload"] = {
         "horizon_days": HORIZON.days,
@@ -71,6 +102,7 @@ def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
 
 
 def _topology(name: str, seed: int) -> Topology:
+    """USN, or `nN`: a synthetic network of N nodes."""
     if name == "usn":
         return usn()
     if name.startswith("n") and name[1:].isdigit():
@@ -89,35 +121,38 @@ def _instant(rng: random.Random, span: timedelta = HORIZON) -> datetime:
 
 
 def _admit(
-    topology: Topology, count: int, rng: random.Random, name: str, progress: Progress | None
+    topology: Topology,
+    calendar: Calendar,
+    rng: random.Random,
+    name: str,
+    progress: Progress | None,
 ) -> tuple[Availability, dict[str, Any]]:
-    """Book `count` random reservations as users would: at the slot asked for when it is
+    """Book the calendar's reservations as users would: at the slot asked for when it is
     free, else at the earliest start after it; requests no path could ever carry are
     drawn again."""
     avail = Availability(topology)
     nodes = sorted(topology.nodes)
-    link_bookings = moved = redrawn = 0
+    span = timedelta(days=calendar.days)
+    booked = link_bookings = moved = redrawn = 0
     last_end = T0
-    for k in range(count):
-        while True:
+    while booked < calendar.reservations:
+        asked = []
+        for _ in range(min(_BATCH, calendar.reservations - booked)):
             src, dst, mbps, duration = _request(rng, nodes)
-            start = _instant(rng)
-            path = avail.fixed_slot(src, dst, mbps, start, start + duration)
-            if path is None:
-                earliest = avail.earliest_start(src, dst, mbps, duration, start)
-                if earliest is None:
-                    redrawn += 1
-                    continue
-                start, path = earliest
-                moved += 1
-            break
-        avail = avail.with_bookings(bookings_along(path, start, start + duration, mbps))
-        link_bookings += path.hop_count
-        last_end = max(last_end, start + duration)
-        if progress and (k + 1) % 250 == 0:
-            progress(f"{name}: booking reservations", k + 1, count)
+            asked.append(Request(src, dst, mbps, _instant(rng, span), duration))
+        avail, admitted = avail.with_admitted(asked)
+        for request, found in zip(asked, admitted, strict=True):
+            if found is None:
+                redrawn += 1
+                continue
+            booked += 1
+            moved += found.start != request.start
+            link_bookings += found.path.hop_count
+            last_end = max(last_end, found.start + request.duration)
+        if progress:
+            progress(f"{name}: booking reservations", booked, calendar.reservations)
     stats = {
-        "reservations": count,
+        "reservations": booked,
         "link_bookings": link_bookings,
         "moved_to_earliest_start": moved,
         "redrawn_never_fit": redrawn,
@@ -127,14 +162,19 @@ def _admit(
 
 
 def _measure_queries(
-    avail: Availability, samples: int, rng: random.Random, name: str, progress: Progress | None
+    avail: Availability,
+    samples: int,
+    span: timedelta,
+    rng: random.Random,
+    name: str,
+    progress: Progress | None,
 ) -> dict[str, Any]:
     nodes = sorted(avail.topology.nodes)
     times: dict[str, list[float]] = {query: [] for query in QUERIES}
     found = dict.fromkeys(times, 0)
     for k in range(samples):
         src, dst, mbps, duration = _request(rng, nodes)
-        start = _instant(rng)
+        start = _instant(rng, span)
         with _timed(times["fixed_slot"]):
             path = avail.fixed_slot(src, dst, mbps, start, start + duration)
         found["fixed_slot"] += path is not None

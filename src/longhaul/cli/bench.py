@@ -40,9 +40,16 @@ app = typer.Typer(
 def paths(
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
     topologies: Annotated[
-        str, typer.Option(help="Comma-separated: usn and nN for a synthetic network of N nodes.")
-    ] = "usn,n100,n1000",
-    reservations: Annotated[int, typer.Option(help="Reservations booked per topology.")] = 10_000,
+        str,
+        typer.Option(
+            help="Comma-separated: usn and nN for a synthetic network of N nodes; nN_1m (or "
+            "_200k, ...) for one holding a year of that many reservations."
+        ),
+    ] = "usn,n100,n1000,n1000_1m",
+    reservations: Annotated[
+        int,
+        typer.Option(help="Reservations booked over 30 days on a topology named without a count."),
+    ] = 10_000,
     samples: Annotated[int, typer.Option(help="Timed queries of each kind per topology.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the random workload.")] = 1,
 ) -> None:

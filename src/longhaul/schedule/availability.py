@@ -108,6 +108,16 @@ class EarliestStart(NamedTuple):
     path: Path
 
 
+class Request(NamedTuple):
+    """A reservation asked for: `bandwidth_mbps` from `src` to `dst` for `duration` from `start`."""
+
+    src: str
+    dst: str
+    bandwidth_mbps: int
+    start: datetime
+    duration: timedelta
+
+
 class WidestPath(NamedTuple):
     bandwidth_mbps: int
     """0 when no path has any bandwidth free throughout the slot."""
@@ -168,6 +178,39 @@ class Availability:
     def without_bookings(self, bookings: Iterable[Booking]) -> Availability:
         """A new availability with `bookings` (made earlier) released."""
         return self._changed(self._net.with_bookings(self._loads(bookings), release=True))
+
+    def with_admitted(
+        self, requests: Iterable[Request]
+    ) -> tuple[Availability, list[EarliestStart | None]]:
+        """Book each request in turn as the control plane admits one: on a path with room
+        from its start, else from its earliest start after it (`earliest_start`, then
+        `fixed_slot` there). Returns the new availability and, per request, the start and
+        path booked, or None when no path could ever carry it. One call into the core for
+        them all, so that a calendar of a million bookings can be built."""
+        asked = []
+        for k, request in enumerate(requests):
+            where = f"requests[{k}]"
+            way = self._way(request.src, request.dst, None)
+            need = bandwidth(request.bandwidth_mbps, f"{where}.bandwidth_mbps")
+            asked.append(
+                (
+                    way,
+                    need,
+                    duration_us(request.duration, f"{where}.duration"),
+                    to_us(request.start, f"{where}.start"),
+                )
+            )
+        net, admitted = self._net.with_admitted(asked)
+        answers: list[EarliestStart | None] = []
+        for found in admitted:
+            if found is None:
+                answers.append(None)
+                continue
+            start, steps = found
+            path = self._path(steps)
+            assert path is not None
+            answers.append(EarliestStart(from_us(start), path))
+        return self._changed(net), answers
 
     # -- the four queries -----------------------------------------------------------
 
