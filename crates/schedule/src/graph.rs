@@ -62,6 +62,11 @@ impl Graph {
     }
 
     /// The usable path with the fewest hops, ties broken by length.
+    ///
+    /// An A* search: a node's key is its hops and miles from `src`, and it waits its turn
+    /// by its hops plus the hops it lies from `dst` in the whole graph (a bound no usable
+    /// path can beat), so the search keeps to the nodes that could lie on a fewest-hop
+    /// path and asks `usable` about far fewer links.
     pub fn fewest_hops(
         &self,
         src: usize,
@@ -69,14 +74,19 @@ impl Graph {
         mut usable: impl FnMut(usize) -> bool,
     ) -> Option<Vec<Step>> {
         let n = self.nodes();
+        let to_go = self.hops_to(dst);
         let mut best: Vec<Option<Key>> = vec![None; n];
         let mut came_by: Vec<Option<(usize, usize)>> = vec![None; n];
         let mut done = vec![false; n];
         let mut checked: Vec<Option<bool>> = vec![None; self.links()];
         let mut heap = BinaryHeap::new();
+        let turn = |Key(hops, miles): Key, node: usize| Key(hops + to_go[node], miles);
+        if to_go[src] == u32::MAX {
+            return None;
+        }
         best[src] = Some(Key(0, 0.0));
-        heap.push(Reverse((Key(0, 0.0), src)));
-        while let Some(Reverse((Key(hops, miles), node))) = heap.pop() {
+        heap.push(Reverse((turn(Key(0, 0.0), src), src)));
+        while let Some(Reverse((_, node))) = heap.pop() {
             if done[node] {
                 continue;
             }
@@ -84,8 +94,9 @@ impl Graph {
                 return Some(walk_back(dst, &came_by));
             }
             done[node] = true;
+            let Key(hops, miles) = best[node].expect("a queued node has a key");
             for &(link, other) in &self.adjacency[node] {
-                if done[other] {
+                if done[other] || to_go[other] == u32::MAX {
                     continue;
                 }
                 let key = Key(hops + 1, miles + self.length_miles[link]);
@@ -95,11 +106,27 @@ impl Graph {
                 if *checked[link].get_or_insert_with(|| usable(link)) {
                     best[other] = Some(key);
                     came_by[other] = Some((link, node));
-                    heap.push(Reverse((key, other)));
+                    heap.push(Reverse((turn(key, other), other)));
                 }
             }
         }
         None
+    }
+
+    /// Hops from each node to `dst` over any links (`u32::MAX` where it cannot be reached).
+    fn hops_to(&self, dst: usize) -> Vec<u32> {
+        let mut hops = vec![u32::MAX; self.nodes()];
+        hops[dst] = 0;
+        let mut queue = std::collections::VecDeque::from([dst]);
+        while let Some(node) = queue.pop_front() {
+            for &(_, other) in &self.adjacency[node] {
+                if hops[other] == u32::MAX {
+                    hops[other] = hops[node] + 1;
+                    queue.push_back(other);
+                }
+            }
+        }
+        hops
     }
 
     /// The largest bottleneck width over all paths (0 when none has any).
@@ -151,34 +178,55 @@ impl Graph {
         src: usize,
         dst: usize,
         domain: &[i64],
-        mut starts_on: impl FnMut(usize, &mut Vec<i64>),
+        starts_on: impl FnMut(usize, &mut Vec<i64>),
         wanted: Wanted,
     ) -> Vec<i64> {
-        let (Some(&lo), Some(&hi)) = (domain.first(), domain.last()) else {
-            return Vec::new();
-        };
-        let mut bounds = Vec::new();
-        let mut links = Vec::new();
-        for (link, &(a, b)) in self.ends.iter().enumerate() {
-            let from = bounds.len();
-            starts_on(link, &mut bounds);
-            if bounds.len() > from {
-                links.push(Undecided {
-                    a,
-                    b,
-                    starts: from..bounds.len(),
-                });
-            }
-        }
-        let mut found = Vec::new();
-        Division {
-            bounds: &bounds,
-            found: &mut found,
+        reachable(
+            self.nodes(),
+            &self.ends,
+            src,
+            dst,
+            domain,
+            starts_on,
             wanted,
-        }
-        .search(lo, hi, self.nodes(), src, dst, links);
-        intersect(&found, domain)
+        )
     }
+}
+
+/// `Graph::reachable_starts` on the graph of `nodes` nodes joined by `ends`.
+fn reachable(
+    nodes: usize,
+    ends: &[(usize, usize)],
+    src: usize,
+    dst: usize,
+    domain: &[i64],
+    mut starts_on: impl FnMut(usize, &mut Vec<i64>),
+    wanted: Wanted,
+) -> Vec<i64> {
+    let (Some(&lo), Some(&hi)) = (domain.first(), domain.last()) else {
+        return Vec::new();
+    };
+    let mut bounds = Vec::new();
+    let mut links = Vec::new();
+    for (link, &(a, b)) in ends.iter().enumerate() {
+        let from = bounds.len();
+        starts_on(link, &mut bounds);
+        if bounds.len() > from {
+            links.push(Undecided {
+                a,
+                b,
+                starts: from..bounds.len(),
+            });
+        }
+    }
+    let mut found = Vec::new();
+    Division {
+        bounds: &bounds,
+        found: &mut found,
+        wanted,
+    }
+    .search(lo, hi, nodes, src, dst, links);
+    intersect(&found, domain)
 }
 
 /// How much of the answer a search over time wants.

@@ -27,21 +27,21 @@ pub struct FreeTimeline {
     capacity_mbps: i64,
     /// Where each chunk's first segment starts; `firsts[0]` is minus infinity.
     firsts: Vec<i64>,
+    /// Each chunk's least and most free bandwidth, beside `firsts` so that a search over
+    /// a long window reads them without visiting the chunks.
+    ranges: Vec<(i64, i64)>,
     chunks: Vec<Arc<Chunk>>,
 }
 
 /// Room in a chunk: one more than twice `CHUNK`, as a chunk splits after an insertion.
 const ROOM: usize = 2 * CHUNK + 1;
 
-/// Consecutive segments, held inline so that a search reaches them in one step:
-/// breakpoints, free bandwidth, and the least and most of it.
+/// Consecutive segments, held inline so that a search reaches them in one step.
 #[derive(Clone, Debug)]
 struct Chunk {
     len: usize,
     times: [i64; ROOM],
     free: [i64; ROOM],
-    least: i64,
-    most: i64,
 }
 
 impl Chunk {
@@ -50,12 +50,9 @@ impl Chunk {
             len: times.len(),
             times: [0; ROOM],
             free: [0; ROOM],
-            least: 0,
-            most: 0,
         };
         chunk.times[..times.len()].copy_from_slice(times);
         chunk.free[..free.len()].copy_from_slice(free);
-        chunk.refresh();
         chunk
     }
 
@@ -85,7 +82,6 @@ impl Chunk {
     fn split_off(&mut self, at: usize) -> Self {
         let rest = Self::new(&self.times[at..self.len], &self.free[at..self.len]);
         self.len = at;
-        self.refresh();
         rest
     }
 
@@ -94,12 +90,16 @@ impl Chunk {
         self.times[from..to].copy_from_slice(other.times());
         self.free[from..to].copy_from_slice(other.free());
         self.len = to;
-        self.refresh();
     }
 
-    fn refresh(&mut self) {
-        self.least = self.free().iter().copied().min().unwrap_or(i64::MAX);
-        self.most = self.free().iter().copied().max().unwrap_or(i64::MIN);
+    /// The least and the most free bandwidth in the chunk.
+    fn range(&self) -> (i64, i64) {
+        let free = self.free();
+        let least = free.iter().copied().min().expect("a chunk is never empty");
+        (
+            least,
+            free.iter().copied().max().expect("a chunk is never empty"),
+        )
     }
 }
 
@@ -167,6 +167,7 @@ impl FreeTimeline {
         Self {
             capacity_mbps,
             firsts: chunks.iter().map(|c| c.times[0]).collect(),
+            ranges: chunks.iter().map(|c| c.range()).collect(),
             chunks,
         }
     }
@@ -213,7 +214,7 @@ impl FreeTimeline {
                     *free -= mbps;
                 }
             }
-            chunk.refresh();
+            self.ranges[c] = chunk.range();
             c += 1;
         }
         // Only the two edges can now match their neighbours: inside, all moved together.
@@ -229,7 +230,7 @@ impl FreeTimeline {
     /// The least free bandwidth at any instant of `[start, end)`.
     pub fn min_free(&self, start: i64, end: i64) -> i64 {
         let mut least = i64::MAX;
-        let whole = |chunk: &Chunk| Some(chunk.least);
+        let whole = |(least, _): (i64, i64)| Some(least);
         self.walk(start, end, whole, |_, _, free| least = least.min(free));
         least
     }
@@ -265,9 +266,10 @@ impl FreeTimeline {
             } else {
                 times.partition_point(|&b| b < hi)
             };
-            if chunk.least >= need_mbps {
+            let (least, most) = self.ranges[c];
+            if least >= need_mbps {
                 run.get_or_insert(times[k].max(lo));
-            } else if chunk.most < need_mbps {
+            } else if most < need_mbps {
                 if let Some(from) = run.take() {
                     push_eroded(out, from, times[k].max(lo), duration);
                 }
@@ -303,7 +305,7 @@ impl FreeTimeline {
     /// `(instant, free)` at `start` and wherever the free bandwidth changes before `end`.
     pub fn steps(&self, start: i64, end: i64) -> Vec<(i64, i64)> {
         let mut steps = Vec::new();
-        let each_segment = |_: &Chunk| None;
+        let each_segment = |_| None;
         self.walk(start, end, each_segment, |from, _, free| {
             steps.push((from, free));
         });
@@ -317,7 +319,7 @@ impl FreeTimeline {
         &self,
         lo: i64,
         hi: i64,
-        whole: impl Fn(&Chunk) -> Option<i64>,
+        whole: impl Fn((i64, i64)) -> Option<i64>,
         mut visit: impl FnMut(i64, i64, i64),
     ) {
         let (mut c, mut k) = self.segment_of(lo);
@@ -325,7 +327,7 @@ impl FreeTimeline {
             let chunk = &self.chunks[c];
             let chunk_end = self.firsts.get(c + 1).copied().unwrap_or(POS_INF);
             let inside = k == 0 && chunk.times[0] >= lo && chunk_end <= hi;
-            if let Some(free) = whole(chunk).filter(|_| inside) {
+            if let Some(free) = whole(self.ranges[c]).filter(|_| inside) {
                 visit(chunk.times[0], chunk_end, free);
             } else {
                 let times = chunk.times();
@@ -369,7 +371,9 @@ impl FreeTimeline {
         chunk.insert(k, t, free);
         if chunk.len == ROOM {
             let rest = chunk.split_off(CHUNK);
+            self.ranges[c] = chunk.range();
             self.firsts.insert(c + 1, rest.times[0]);
+            self.ranges.insert(c + 1, rest.range());
             self.chunks.insert(c + 1, Arc::new(rest));
         }
     }
@@ -396,6 +400,7 @@ impl FreeTimeline {
         if chunk.len == 0 {
             self.chunks.remove(c);
             self.firsts.remove(c);
+            self.ranges.remove(c);
             return;
         }
         self.firsts[c] = chunk.times[0];
@@ -404,10 +409,10 @@ impl FreeTimeline {
         if c + 1 < self.chunks.len() && size + self.chunks[c + 1].len <= CHUNK {
             let next = self.chunks.remove(c + 1);
             self.firsts.remove(c + 1);
+            self.ranges.remove(c + 1);
             Arc::make_mut(&mut self.chunks[c]).append(&next);
-        } else {
-            Arc::make_mut(&mut self.chunks[c]).refresh();
         }
+        self.ranges[c] = self.chunks[c].range();
     }
 }
 
