@@ -448,16 +448,18 @@ def test_larger_of_the_same_path_longer_and_wider():
             st.integers(1, 12),
         ),
         max_size=25,
-    )
+    ),
+    st.none() | st.integers(0, 30).map(lambda h: timedelta(hours=h)),
 )
-def test_admitting_books_each_request_as_a_fixed_slot_else_its_earliest_start(asked):
-    """`with_admitted` in one call gives what the four-query loop a control plane runs gives."""
+def test_admitting_books_each_request_as_a_fixed_slot_else_its_earliest_start(asked, patience):
+    """`with_admitted` in one call gives what the four-query loop a control plane runs gives;
+    a request whose earliest start is more than `patience` after its slot is turned away."""
     requests = [
         Request(src, dst, mbps, T0 + timedelta(hours=start), timedelta(hours=hours))
         for src, dst, mbps, start, hours in asked
         if src != dst
     ]
-    avail, admitted = Availability(usn()).with_admitted(requests)
+    avail, admitted = Availability(usn()).with_admitted(requests, patience)
     step = Availability(usn())
     for request, got in zip(requests, admitted, strict=True):
         src, dst, mbps, start, duration = request
@@ -467,6 +469,9 @@ def test_admitting_books_each_request_as_a_fixed_slot_else_its_earliest_start(as
             if path is not None
             else step.earliest_start(*request[:3], duration, start)
         )
+        if expected is not None and patience is not None and expected[0] > start + patience:
+            event("turned away: no start within patience")
+            expected = None
         if expected is None:
             assert got is None
             continue

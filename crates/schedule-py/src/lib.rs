@@ -259,29 +259,32 @@ impl PyNetwork {
         Ok(Self(network))
     }
 
-    /// A new network with each (way, need, duration, start) request booked in turn as the
-    /// control plane admits one: from its start if a path has room then, else from its
-    /// earliest start after it. Per request, (start, steps) booked, or None when the way
-    /// could never carry it.
+    /// A new network with each (way, need, duration, start, latest) request booked in turn
+    /// as the control plane admits one: from its start if a path has room then, else from
+    /// its earliest start after it if that is no later than latest. Per request, (start,
+    /// steps) booked, or None when there is no such start.
     fn with_admitted(
         &self,
         py: Python<'_>,
-        requests: Vec<(PyRef<'_, PyWay>, i64, i64, i64)>,
+        requests: Vec<(PyRef<'_, PyWay>, i64, i64, i64, i64)>,
     ) -> PyResult<(Self, Vec<Admitted>)> {
         let mut asked = Vec::with_capacity(requests.len());
-        for (way, need, duration, start) in &requests {
+        for (way, need, duration, start, latest) in &requests {
             self.check(way)?;
             bandwidth(*need, "need")?;
             length(*duration)?;
             instant(*start, "start")?;
+            instant(*latest, "latest")?;
             instant(start.saturating_add(*duration), "start + duration")?;
-            asked.push((way.0.clone(), *need, *duration, *start));
+            asked.push((way.0.clone(), *need, *duration, *start, *latest));
         }
         let mut network = self.0.clone();
         let admitted = py.detach(|| {
             asked
                 .iter()
-                .map(|(way, need, duration, start)| network.admit(way, *need, *duration, *start))
+                .map(|(way, need, duration, start, latest)| {
+                    network.admit(way, *need, *duration, *start, *latest)
+                })
                 .collect()
         });
         Ok((Self(network), admitted))

@@ -129,6 +129,27 @@ impl Graph {
         hops
     }
 
+    /// The links that leave `src`'s side when only `usable` links join nodes; empty when
+    /// they join `src` to `dst`. While none of these links is usable, nothing joins them.
+    pub fn cut(&self, src: usize, dst: usize, usable: impl Fn(usize) -> bool) -> Vec<usize> {
+        let mut sides = DisjointSets::new(self.nodes());
+        for (link, &(a, b)) in self.ends.iter().enumerate() {
+            if usable(link) {
+                sides.join(a, b);
+            }
+        }
+        let side = sides.root(src);
+        if sides.root(dst) == side {
+            return Vec::new();
+        }
+        (0..self.links())
+            .filter(|&link| {
+                let (a, b) = self.ends[link];
+                (sides.root(a) == side) != (sides.root(b) == side)
+            })
+            .collect()
+    }
+
     /// The largest bottleneck width over all paths (0 when none has any).
     pub fn widest_width(&self, src: usize, dst: usize, mut width: impl FnMut(usize) -> i64) -> i64 {
         let n = self.nodes();

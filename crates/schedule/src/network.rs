@@ -146,20 +146,22 @@ impl Network {
     }
 
     /// Book a request as the control plane admits one: on a path with room from `start`,
-    /// else from the earliest start after it. The start and path booked, or None when
-    /// `way` could never carry `need`.
+    /// else from the earliest start after it, if that is no later than `latest`. The
+    /// start and path booked, or None when there is no such start (or `way` could never
+    /// carry `need`).
     pub fn admit(
         &mut self,
         way: &Way,
         need: i64,
         duration: i64,
         start: i64,
+        latest: i64,
     ) -> Option<(i64, Vec<Step>)> {
         let end = start.saturating_add(duration);
         let (start, steps) = if let Some(steps) = self.fixed_slot(way, need, start, end) {
             (start, steps)
         } else {
-            let start = self.earliest(way, need, duration, start)?;
+            let start = self.earliest_until(way, need, duration, start, latest)?;
             let steps = self.fixed_slot(way, need, start, start + duration);
             (start, steps.expect("the earliest start was found feasible"))
         };
@@ -176,7 +178,10 @@ impl Network {
     pub fn fixed_slot(&self, way: &Way, need: i64, lo: i64, hi: i64) -> Option<Vec<Step>> {
         let fixed = way.fixed_links();
         let fits = |link: usize, times: i64| {
-            times * self.rates[link].booked(need) <= self.timelines[link].min_free(lo, hi)
+            let booked = times * self.rates[link].booked(need);
+            // A link too small for the request is refused without reading its timeline.
+            booked <= self.rates[link].capacity_mbps
+                && booked <= self.timelines[link].min_free(lo, hi)
         };
         if !fixed.iter().all(|&(link, times)| fits(link, times)) {
             return None;
@@ -220,11 +225,13 @@ impl Network {
 
     /// Query 4: the starts in `[first, stop)` at which `need` fits for `duration` on `way`.
     pub fn slots(&self, way: &Way, need: i64, duration: i64, first: i64, stop: i64) -> Vec<i64> {
-        self.starts(way, need, duration, first, stop, Wanted::All)
+        self.window(way, need, duration, first, stop, Wanted::All).0
     }
 
-    /// `slots`, all of them or (`Wanted::First`) a set that starts with the first.
-    fn starts(
+    /// The starts in `[first, stop)`: all of them, or (`Wanted::First`) a set that starts
+    /// with the first; and when it has none, the links that cut the ends apart throughout
+    /// the window (if such a cut is what stops them).
+    fn window(
         &self,
         way: &Way,
         need: i64,
@@ -232,14 +239,16 @@ impl Network {
         first: i64,
         stop: i64,
         wanted: Wanted,
-    ) -> Vec<i64> {
+    ) -> (Vec<i64>, Vec<usize>) {
         if stop <= first {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let window_end = stop + duration - 1;
         let push_starts = |link: usize, times: i64, out: &mut Vec<i64>| {
             let booked = times * self.rates[link].booked(need);
-            self.timelines[link].push_free_starts(booked, first, window_end, duration, out);
+            if booked <= self.rates[link].capacity_mbps {
+                self.timelines[link].push_free_starts(booked, first, window_end, duration, out);
+            }
         };
         let mut domain = vec![first, stop];
         for &(link, times) in &way.fixed_links() {
@@ -247,32 +256,57 @@ impl Network {
             push_starts(link, times, &mut starts);
             domain = intersect(&domain, &starts);
         }
-        match way.search() {
-            Some((src, dst)) if !domain.is_empty() => {
-                let avoided = self.avoided(way);
-                let whole = domain.len() == 2;
-                let mut starts = Vec::new();
-                let starts_on = |link: usize, out: &mut Vec<i64>| {
-                    if avoided(link) {
-                    } else if whole {
-                        push_starts(link, 1, out);
-                    } else {
-                        starts.clear();
-                        push_starts(link, 1, &mut starts);
-                        out.extend(intersect(&starts, &domain));
-                    }
-                };
-                self.graph
-                    .reachable_starts(src, dst, &domain, starts_on, wanted)
+        let Some((src, dst)) = way.search().filter(|_| !domain.is_empty()) else {
+            return (domain, Vec::new());
+        };
+        let avoided = self.avoided(way);
+        let whole = domain.len() == 2;
+        let mut starts = Vec::new();
+        let mut usable = vec![false; self.graph.links()];
+        let starts_on = |link: usize, out: &mut Vec<i64>| {
+            let before = out.len();
+            if avoided(link) {
+            } else if whole {
+                push_starts(link, 1, out);
+            } else {
+                starts.clear();
+                push_starts(link, 1, &mut starts);
+                out.extend(intersect(&starts, &domain));
             }
-            _ => domain,
-        }
+            usable[link] = out.len() > before;
+        };
+        let found = self
+            .graph
+            .reachable_starts(src, dst, &domain, starts_on, wanted);
+        let cut = if found.is_empty() && wanted == Wanted::First {
+            self.graph.cut(src, dst, |link| usable[link])
+        } else {
+            Vec::new()
+        };
+        (found, cut)
     }
 
     /// Query 2: the earliest start at or after `first` at which `need` fits for `duration`.
     ///
     /// None when `way` could never carry `need`, not even on an idle network.
     pub fn earliest(&self, way: &Way, need: i64, duration: i64, first: i64) -> Option<i64> {
+        // After the last change every link is idle, so a start there is feasible.
+        let last = first.max(self.last_change());
+        self.earliest_until(way, need, duration, first, last)
+    }
+
+    /// `earliest`, among the starts no later than `latest`.
+    fn earliest_until(
+        &self,
+        way: &Way,
+        need: i64,
+        duration: i64,
+        first: i64,
+        latest: i64,
+    ) -> Option<i64> {
+        if first > latest {
+            return None;
+        }
         let fits_when_idle = |link: usize, times: i64| {
             let rate = self.rates[link];
             times * rate.booked(need) <= rate.capacity_mbps
@@ -284,13 +318,11 @@ impl Network {
         {
             return None;
         }
+        let avoided = self.avoided(way);
         if let Some((src, dst)) = way.search() {
-            let avoided = self.avoided(way);
             self.graph
                 .fewest_hops(src, dst, |link| !avoided(link) && fits_when_idle(link, 1))?;
         }
-        // After the last change every link is idle, so a start there is feasible. Search
-        // up to it in windows that double, so that an early answer is found cheaply.
         // Most requests fit when asked: one path search says so, cheaper than a window.
         if self
             .fixed_slot(way, need, first, first.saturating_add(duration))
@@ -298,17 +330,26 @@ impl Network {
         {
             return Some(first);
         }
-        // After the last change every link is idle, so a start there is feasible. Search
-        // up to it in windows that double, so that an early answer is found cheaply.
-        let last = first.max(self.last_change());
+        // Search in windows that double, so that an early answer is found cheaply. When a
+        // window fails because some links cut the ends apart throughout it, nothing can
+        // start before one of them opens: the search goes on from there.
+        let last = latest.min(first.max(self.last_change()));
         let (mut first, mut span) = (first, duration);
         while first <= last {
             let stop = first.saturating_add(span).min(last + 1);
-            let starts = self.starts(way, need, duration, first, stop, Wanted::First);
+            let (starts, cut) = self.window(way, need, duration, first, stop, Wanted::First);
             if let Some(&start) = starts.first() {
                 return Some(start);
             }
-            first = stop;
+            let opens = cut
+                .iter()
+                .filter(|&&link| !avoided(link) && fits_when_idle(link, 1))
+                .filter_map(|&link| {
+                    let booked = self.rates[link].booked(need);
+                    self.timelines[link].first_free_start(booked, stop, duration)
+                })
+                .min();
+            first = opens.map_or(stop, |opens| opens.max(stop));
             span = span.saturating_mul(2);
         }
         None
@@ -511,13 +552,30 @@ mod tests {
     fn requests_are_admitted_when_asked_or_at_their_earliest_start() {
         let mut net = pair();
         let way = Way::between(0, 1);
-        assert_eq!(net.admit(&way, 9600, 10, 0), Some((0, vec![(0, 0, 1)])));
-        assert_eq!(net.admit(&way, 4800, 10, 5), Some((5, vec![(1, 0, 1)])));
-        assert_eq!(net.admit(&way, 4800, 10, 5), Some((5, vec![(1, 0, 1)])));
+        let never = i64::MAX / 4;
+        assert_eq!(
+            net.admit(&way, 9600, 10, 0, never),
+            Some((0, vec![(0, 0, 1)]))
+        );
+        assert_eq!(
+            net.admit(&way, 4800, 10, 5, never),
+            Some((5, vec![(1, 0, 1)]))
+        );
+        assert_eq!(
+            net.admit(&way, 4800, 10, 5, never),
+            Some((5, vec![(1, 0, 1)]))
+        );
         // Both circuits are full until 10 (the first) and 15 (the second).
-        assert_eq!(net.admit(&way, 9600, 10, 0), Some((10, vec![(0, 0, 1)])));
-        assert_eq!(net.admit(&way, 9600, 10, 0), Some((15, vec![(1, 0, 1)])));
-        assert_eq!(net.admit(&way, 9601, 10, 0), None);
+        assert_eq!(
+            net.admit(&way, 9600, 10, 0, never),
+            Some((10, vec![(0, 0, 1)]))
+        );
+        assert_eq!(net.admit(&way, 9600, 10, 0, 14), None);
+        assert_eq!(
+            net.admit(&way, 9600, 10, 0, 15),
+            Some((15, vec![(1, 0, 1)]))
+        );
+        assert_eq!(net.admit(&way, 9601, 10, 0, never), None);
         assert_eq!(net.timeline(0).free_at(19), 0);
         assert_eq!(net.timeline(1).free_at(24), 0);
         assert_eq!(net.timeline(1).free_at(25), 9600);

@@ -302,6 +302,44 @@ impl FreeTimeline {
         }
     }
 
+    /// The first `t >= from` with `need_mbps` free throughout `[t, t + duration)`, if any:
+    /// read forwards, a chunk with no room anywhere (or room throughout) taken whole.
+    pub fn first_free_start(&self, need_mbps: i64, from: i64, duration: i64) -> Option<i64> {
+        let mut run: Option<i64> = None;
+        let (mut c, mut k) = self.segment_of(from);
+        loop {
+            let times = self.chunks[c].times();
+            let free = self.chunks[c].free();
+            let chunk_end = self.firsts.get(c + 1).copied().unwrap_or(POS_INF);
+            let (least, most) = self.ranges[c];
+            if k == 0 && most < need_mbps {
+                run = None;
+            } else if k == 0 && least >= need_mbps {
+                let from = *run.get_or_insert(times[0].max(from));
+                if chunk_end == POS_INF || chunk_end - from >= duration {
+                    return Some(from);
+                }
+            } else {
+                for j in k..times.len() {
+                    if free[j] < need_mbps {
+                        run = None;
+                        continue;
+                    }
+                    let from = *run.get_or_insert(times[j].max(from));
+                    let to = times.get(j + 1).copied().unwrap_or(chunk_end);
+                    if to == POS_INF || to - from >= duration {
+                        return Some(from);
+                    }
+                }
+            }
+            c += 1;
+            k = 0;
+            if c == self.chunks.len() {
+                return None;
+            }
+        }
+    }
+
     /// `(instant, free)` at `start` and wherever the free bandwidth changes before `end`.
     pub fn steps(&self, start: i64, end: i64) -> Vec<(i64, i64)> {
         let mut steps = Vec::new();
@@ -520,6 +558,8 @@ mod tests {
             for &(lo, width, need, d) in &windows {
                 let hi = lo + width;
                 prop_assert_eq!(timeline.min_free(lo, hi), brute_min(&kept, lo, hi));
+                let opens = (lo..2200).find(|&t| (t..t + d).all(|u| brute_free(&kept, u) >= need));
+                prop_assert_eq!(timeline.first_free_start(need, lo, d), opens);
                 prop_assert_eq!(timeline.steps(lo, hi), built.steps(lo, hi));
                 let starts = timeline.free_starts(need, lo, hi, d);
                 prop_assert!(crate::intervals::is_normal(&starts));

@@ -4,11 +4,12 @@ For each topology (USN, and synthetic networks of 100 and 1,000 nodes with about
 links per node), 10,000 random reservations are booked the way the control plane would
 book them: a random request (endpoints, bandwidth, a start within 30 days, a duration
 from 15 minutes to 12 hours) is booked on a path with room from its start, or else from
-its `earliest_start` (`Availability.with_admitted`). Links therefore fill up to their
-capacity, never beyond. A name with a count, `n1000_1m`, is a year's calendar instead:
-that many reservations (here a million) with starts within 365 days. Then each query
-runs on fresh random requests, starting within the calendar's days, and its latency is
-recorded.
+its `earliest_start` if that is within a week (`Availability.with_admitted`); a request
+that cannot start within a week of its slot is turned away and another drawn, as a user
+would give up. Links therefore fill up to their capacity, never beyond. A name with a
+count, `n1000_1m`, is a year's calendar instead: that many reservations (here a million)
+with starts within 365 days. Then each query runs on fresh random requests, starting
+within the calendar's days, and its latency is recorded.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from longhaul.topology.synthetic import random_topology
 T0 = datetime(2030, 1, 7, tzinfo=UTC)
 HORIZON = timedelta(days=30)
 YEAR = timedelta(days=365)
+PATIENCE = timedelta(days=7)
+"""How long after its slot a request may still start; later, it is turned away."""
 _BATCH = 10_000
 """Requests admitted per call into the core (progress is reported between calls)."""
 ALL_SLOTS_WINDOW = timedelta(days=7)
@@ -95,6 +98,7 @@ def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
         "all_slots_window_days": ALL_SLOTS_WINDOW.days,
         "bandwidths_mbps": list(_BANDWIDTHS_MBPS),
         "duration_minutes": [15, 720],
+        "patience_days": PATIENCE.days,
         "samples_per_query": plan.samples,
         "seed": plan.seed,
     }
@@ -128,22 +132,22 @@ def _admit(
     progress: Progress | None,
 ) -> tuple[Availability, dict[str, Any]]:
     """Book the calendar's reservations as users would: at the slot asked for when it is
-    free, else at the earliest start after it; requests no path could ever carry are
-    drawn again."""
+    free, else at the earliest start after it within `PATIENCE`; requests turned away
+    are drawn again."""
     avail = Availability(topology)
     nodes = sorted(topology.nodes)
     span = timedelta(days=calendar.days)
-    booked = link_bookings = moved = redrawn = 0
+    booked = link_bookings = moved = turned_away = 0
     last_end = T0
     while booked < calendar.reservations:
         asked = []
         for _ in range(min(_BATCH, calendar.reservations - booked)):
             src, dst, mbps, duration = _request(rng, nodes)
             asked.append(Request(src, dst, mbps, _instant(rng, span), duration))
-        avail, admitted = avail.with_admitted(asked)
+        avail, admitted = avail.with_admitted(asked, PATIENCE)
         for request, found in zip(asked, admitted, strict=True):
             if found is None:
-                redrawn += 1
+                turned_away += 1
                 continue
             booked += 1
             moved += found.start != request.start
@@ -155,7 +159,7 @@ def _admit(
         "reservations": booked,
         "link_bookings": link_bookings,
         "moved_to_earliest_start": moved,
-        "redrawn_never_fit": redrawn,
+        "turned_away": turned_away,
         "bookings_span_days": round((last_end - T0) / timedelta(days=1), 1),
     }
     return avail, stats

@@ -108,6 +108,9 @@ class EarliestStart(NamedTuple):
     path: Path
 
 
+ZERO = timedelta(0)
+
+
 class Request(NamedTuple):
     """A reservation asked for: `bandwidth_mbps` from `src` to `dst` for `duration` from `start`."""
 
@@ -180,25 +183,25 @@ class Availability:
         return self._changed(self._net.with_bookings(self._loads(bookings), release=True))
 
     def with_admitted(
-        self, requests: Iterable[Request]
+        self, requests: Iterable[Request], patience: timedelta | None = None
     ) -> tuple[Availability, list[EarliestStart | None]]:
         """Book each request in turn as the control plane admits one: on a path with room
         from its start, else from its earliest start after it (`earliest_start`, then
-        `fixed_slot` there). Returns the new availability and, per request, the start and
-        path booked, or None when no path could ever carry it. One call into the core for
-        them all, so that a calendar of a million bookings can be built."""
+        `fixed_slot` there) if that is within `patience` of the start asked (any, when
+        None). Returns the new availability and, per request, the start and path booked,
+        or None when there was none. One call into the core for them all, so that a
+        calendar of a million bookings can be built."""
+        if patience is not None and (not isinstance(patience, timedelta) or patience < ZERO):
+            raise InputError("patience", f"expected a duration of 0 or more, got {patience!r}")
         asked = []
         for k, request in enumerate(requests):
             where = f"requests[{k}]"
             way = self._way(request.src, request.dst, None)
             need = bandwidth(request.bandwidth_mbps, f"{where}.bandwidth_mbps")
+            start = to_us(request.start, f"{where}.start")
+            latest = core.POS_INF if patience is None else to_us(request.start + patience, where)
             asked.append(
-                (
-                    way,
-                    need,
-                    duration_us(request.duration, f"{where}.duration"),
-                    to_us(request.start, f"{where}.start"),
-                )
+                (way, need, duration_us(request.duration, f"{where}.duration"), start, latest)
             )
         net, admitted = self._net.with_admitted(asked)
         answers: list[EarliestStart | None] = []
