@@ -431,6 +431,58 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    const TEN: LinkRate = LinkRate {
+        capacity_mbps: 10,
+        granularity_mbps: 1,
+    };
+
+    /// Whether `need` joins 0 to 4 throughout `[t, t + d)`, by a plain search over the links.
+    fn joined(net: &Network, need: i64, start: i64, duration: i64) -> bool {
+        let mut reached = vec![0];
+        let mut next = 0;
+        while next < reached.len() {
+            let node = reached[next];
+            next += 1;
+            for link in 0..net.graph().links() {
+                let (a, b) = net.graph().ends(link);
+                let other = if a == node {
+                    b
+                } else if b == node {
+                    a
+                } else {
+                    continue;
+                };
+                let free = net.timeline(link).min_free(start, start + duration);
+                if free >= need && !reached.contains(&other) {
+                    reached.push(other);
+                }
+            }
+        }
+        reached.contains(&4)
+    }
+
+    proptest! {
+        #[test]
+        fn the_earliest_start_is_the_first_instant_a_path_has_room(
+            ends in prop::collection::vec((0usize..5, 0usize..5), 1..9),
+            bookings in prop::collection::vec((0usize..9, 0i64..60, 1i64..20, 1i64..8), 0..30),
+            need in 1i64..12, d in 1i64..12, first in 0i64..50,
+        ) {
+            let ends: Vec<_> = ends.into_iter().filter(|(a, b)| a != b).collect();
+            prop_assume!(!ends.is_empty());
+            let links = ends.len();
+            let mut net = Network::new(Graph::new(5, ends, vec![1.0; links]), vec![TEN; links]);
+            let bookings: Vec<_> = bookings
+                .into_iter()
+                .map(|(link, start, length, mbps)| (link % links, start, start + length, mbps))
+                .collect();
+            net.add_bookings(&bookings, false);
+            let expected = (first..200).find(|&t| joined(&net, need, t, d));
+            prop_assert_eq!(net.earliest(&Way::between(0, 4), need, d, first), expected);
+        }
+    }
 
     const OC192: LinkRate = LinkRate {
         capacity_mbps: 9600,
