@@ -27,3 +27,19 @@ def test_bench_paths_json_shape(cli):
             assert 0 < entry[query]["p50_ms"] <= entry[query]["p99_ms"]
     assert report["topologies"]["n30"]["nodes"] == 30
     assert report["topologies"]["n30"]["links"] == 60
+
+
+def test_bench_paths_a_year_calendar_holds_the_bookings_it_is_named_for(cli):
+    result = cli("bench", "paths", "--json", "--topologies", "n30_2k", "--samples", "3")
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(result.stdout)["topologies"]["n30_2k"]
+    assert entry["days"] == 365
+    # Whole reservations are booked until the links hold 2,000 bookings between them.
+    assert 2000 <= entry["link_bookings"] < 2000 + 30
+    assert entry["reservations"] < entry["link_bookings"]
+
+
+def test_bench_paths_refuses_a_calendar_it_cannot_read(cli):
+    result = cli("bench", "paths", "--json", "--topologies", "n30_2x", "--samples", "3")
+    assert result.returncode != 0
+    assert "n30_2x" in result.stderr

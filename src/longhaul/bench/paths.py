@@ -7,9 +7,11 @@ from 15 minutes to 12 hours) is booked on a path with room from its start, or el
 its `earliest_start` if that is within a week (`Availability.with_admitted`); a request
 that cannot start within a week of its slot is turned away and another drawn, as a user
 would give up. Links therefore fill up to their capacity, never beyond. A name with a
-count, `n1000_1m`, is a year's calendar instead: that many reservations (here a million)
-with starts within 365 days. Then each query runs on fresh random requests, starting
-within the calendar's days, and its latency is recorded.
+count, `n1000_1m`, is a year's calendar instead: reservations with starts within 365
+days until it holds that many bookings (here a million), a booking being one link of one
+reservation, as the core stores them and as the figures count them. Then each query
+runs on fresh random requests, starting within the calendar's days, and its latency is
+recorded.
 """
 
 from __future__ import annotations
@@ -56,26 +58,48 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class Calendar:
-    """What one benchmark topology holds: `reservations` with starts within `days`."""
+    """What one benchmark topology holds: `reservations` with starts within `days`, or
+    (a year's calendar) as many as it takes to hold `link_bookings`."""
 
     graph: str
-    reservations: int
     days: int
+    reservations: int | None = None
+    link_bookings: int | None = None
 
     @classmethod
     def named(cls, name: str, plan: Plan) -> Calendar:
         """`usn` or `nN` (the plan's reservations over 30 days), or `nN_C` with C a count
-        such as `1m` or `200k`: a year holding that many."""
+        such as `1m` or `200k`: a year holding that many bookings, one per link a
+        reservation crosses (the unit the scheduling core stores)."""
         graph, sep, count = name.partition("_")
         if not sep:
-            return cls(graph, plan.reservations, HORIZON.days)
+            return cls(graph, HORIZON.days, reservations=plan.reservations)
         scale = {"k": 1_000, "m": 1_000_000}.get(count[-1:].lower())
         if scale is None or not count[:-1].isdigit():
             raise ValueError(f"unknown benchmark calendar {name!r}; use e.g. n1000_1m or n100_200k")
-        return cls(graph, int(count[:-1]) * scale, YEAR.days)
+        return cls(graph, YEAR.days, link_bookings=int(count[:-1]) * scale)
+
+    def wants(self, reservations: int, link_bookings: int) -> int:
+        """How many more reservations to ask for (an estimate for a calendar of bookings,
+        from the hops of those booked so far); 0 when it is full."""
+        if self.reservations is not None:
+            return self.reservations - reservations
+        assert self.link_bookings is not None
+        missing = self.link_bookings - link_bookings
+        if missing <= 0:
+            return 0
+        hops = link_bookings / reservations if reservations else 10
+        return max(1, int(missing / hops))
+
+
+def check(plan: Plan) -> None:
+    """Raise ValueError, naming it, for a topology the plan names that does not exist."""
+    for name in plan.topologies:
+        _check_graph(Calendar.named(name, plan).graph)
 
 
 def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
+    check(plan)
     report: dict[str, Any] = {"topologies": {}}
     for name in plan.topologies:
         calendar = Calendar.named(name, plan)
@@ -107,11 +131,13 @@ def run(plan: Plan, progress: Progress | None = None) -> dict[str, Any]:
 
 def _topology(name: str, seed: int) -> Topology:
     """USN, or `nN`: a synthetic network of N nodes."""
-    if name == "usn":
-        return usn()
-    if name.startswith("n") and name[1:].isdigit():
-        return random_topology(int(name[1:]), degree=4, seed=seed)
-    raise ValueError(f"unknown benchmark topology {name!r}; use usn or nN (e.g. n100)")
+    _check_graph(name)
+    return usn() if name == "usn" else random_topology(int(name[1:]), degree=4, seed=seed)
+
+
+def _check_graph(name: str) -> None:
+    if name != "usn" and not (name.startswith("n") and name[1:].isdigit()):
+        raise ValueError(f"unknown benchmark topology {name!r}; use usn or nN (e.g. n100)")
 
 
 def _request(rng: random.Random, nodes: list[str]) -> tuple[str, str, int, timedelta]:
@@ -139,9 +165,9 @@ def _admit(
     span = timedelta(days=calendar.days)
     booked = link_bookings = moved = turned_away = 0
     last_end = T0
-    while booked < calendar.reservations:
+    while wanted := calendar.wants(booked, link_bookings):
         asked = []
-        for _ in range(min(_BATCH, calendar.reservations - booked)):
+        for _ in range(min(_BATCH, wanted)):
             src, dst, mbps, duration = _request(rng, nodes)
             asked.append(Request(src, dst, mbps, _instant(rng, span), duration))
         avail, admitted = avail.with_admitted(asked, PATIENCE)
@@ -153,8 +179,10 @@ def _admit(
             moved += found.start != request.start
             link_bookings += found.path.hop_count
             last_end = max(last_end, found.start + request.duration)
-        if progress:
+        if progress and calendar.reservations is not None:
             progress(f"{name}: booking reservations", booked, calendar.reservations)
+        elif progress and calendar.link_bookings is not None:
+            progress(f"{name}: booking links", link_bookings, calendar.link_bookings)
     stats = {
         "reservations": booked,
         "link_bookings": link_bookings,

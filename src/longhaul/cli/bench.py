@@ -43,7 +43,7 @@ def paths(
         str,
         typer.Option(
             help="Comma-separated: usn and nN for a synthetic network of N nodes; nN_1m (or "
-            "_200k, ...) for one holding a year of that many reservations."
+            "_200k, ...) for one holding a year of that many link bookings."
         ),
     ] = "usn,n100,n1000,n1000_1m",
     reservations: Annotated[
@@ -60,6 +60,10 @@ def paths(
         samples=samples,
         seed=seed,
     )
+    try:
+        paths_bench.check(plan)
+    except ValueError as exc:
+        fail(f"--topologies: {exc}")
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
