@@ -199,55 +199,34 @@ impl Graph {
         src: usize,
         dst: usize,
         domain: &[i64],
-        starts_on: impl FnMut(usize, &mut Vec<i64>),
+        mut starts_on: impl FnMut(usize, &mut Vec<i64>),
         wanted: Wanted,
     ) -> Vec<i64> {
-        reachable(
-            self.nodes(),
-            &self.ends,
-            src,
-            dst,
-            domain,
-            starts_on,
-            wanted,
-        )
-    }
-}
-
-/// `Graph::reachable_starts` on the graph of `nodes` nodes joined by `ends`.
-fn reachable(
-    nodes: usize,
-    ends: &[(usize, usize)],
-    src: usize,
-    dst: usize,
-    domain: &[i64],
-    mut starts_on: impl FnMut(usize, &mut Vec<i64>),
-    wanted: Wanted,
-) -> Vec<i64> {
-    let (Some(&lo), Some(&hi)) = (domain.first(), domain.last()) else {
-        return Vec::new();
-    };
-    let mut bounds = Vec::new();
-    let mut links = Vec::new();
-    for (link, &(a, b)) in ends.iter().enumerate() {
-        let from = bounds.len();
-        starts_on(link, &mut bounds);
-        if bounds.len() > from {
-            links.push(Undecided {
-                a,
-                b,
-                starts: from..bounds.len(),
-            });
+        let (Some(&lo), Some(&hi)) = (domain.first(), domain.last()) else {
+            return Vec::new();
+        };
+        let mut bounds = Vec::new();
+        let mut links = Vec::new();
+        for (link, &(a, b)) in self.ends.iter().enumerate() {
+            let from = bounds.len();
+            starts_on(link, &mut bounds);
+            if bounds.len() > from {
+                links.push(Undecided {
+                    a,
+                    b,
+                    starts: from..bounds.len(),
+                });
+            }
         }
+        let mut found = Vec::new();
+        Division {
+            bounds: &bounds,
+            found: &mut found,
+            wanted,
+        }
+        .search(lo, hi, self.nodes(), src, dst, links);
+        intersect(&found, domain)
     }
-    let mut found = Vec::new();
-    Division {
-        bounds: &bounds,
-        found: &mut found,
-        wanted,
-    }
-    .search(lo, hi, nodes, src, dst, links);
-    intersect(&found, domain)
 }
 
 /// How much of the answer a search over time wants.

@@ -161,7 +161,10 @@ impl Network {
         let (start, steps) = if let Some(steps) = self.fixed_slot(way, need, start, end) {
             (start, steps)
         } else {
-            let start = self.earliest_until(way, need, duration, start, latest)?;
+            if !self.ever_fits(way, need) {
+                return None;
+            }
+            let start = self.first_window_start(way, need, duration, start, latest)?;
             let steps = self.fixed_slot(way, need, start, start + duration);
             (start, steps.expect("the earliest start was found feasible"))
         };
@@ -266,7 +269,9 @@ impl Network {
         let starts_on = |link: usize, out: &mut Vec<i64>| {
             let before = out.len();
             if avoided(link) {
-            } else if whole {
+                return;
+            }
+            if whole {
                 push_starts(link, 1, out);
             } else {
                 starts.clear();
@@ -290,38 +295,8 @@ impl Network {
     ///
     /// None when `way` could never carry `need`, not even on an idle network.
     pub fn earliest(&self, way: &Way, need: i64, duration: i64, first: i64) -> Option<i64> {
-        // After the last change every link is idle, so a start there is feasible.
-        let last = first.max(self.last_change());
-        self.earliest_until(way, need, duration, first, last)
-    }
-
-    /// `earliest`, among the starts no later than `latest`.
-    fn earliest_until(
-        &self,
-        way: &Way,
-        need: i64,
-        duration: i64,
-        first: i64,
-        latest: i64,
-    ) -> Option<i64> {
-        if first > latest {
+        if !self.ever_fits(way, need) {
             return None;
-        }
-        let fits_when_idle = |link: usize, times: i64| {
-            let rate = self.rates[link];
-            times * rate.booked(need) <= rate.capacity_mbps
-        };
-        if !way
-            .fixed_links()
-            .iter()
-            .all(|&(link, times)| fits_when_idle(link, times))
-        {
-            return None;
-        }
-        let avoided = self.avoided(way);
-        if let Some((src, dst)) = way.search() {
-            self.graph
-                .fewest_hops(src, dst, |link| !avoided(link) && fits_when_idle(link, 1))?;
         }
         // Most requests fit when asked: one path search says so, cheaper than a window.
         if self
@@ -330,9 +305,45 @@ impl Network {
         {
             return Some(first);
         }
-        // Search in windows that double, so that an early answer is found cheaply. When a
-        // window fails because some links cut the ends apart throughout it, nothing can
-        // start before one of them opens: the search goes on from there.
+        // After the last change every link is idle, so a start there is feasible.
+        let last = first.max(self.last_change());
+        self.first_window_start(way, need, duration, first, last)
+    }
+
+    /// Whether `way` could carry `need` on an idle network.
+    fn ever_fits(&self, way: &Way, need: i64) -> bool {
+        let fits_when_idle = |link: usize, times: i64| {
+            let rate = self.rates[link];
+            times * rate.booked(need) <= rate.capacity_mbps
+        };
+        let fixed = way.fixed_links();
+        if !fixed
+            .iter()
+            .all(|&(link, times)| fits_when_idle(link, times))
+        {
+            return false;
+        }
+        let Some((src, dst)) = way.search() else {
+            return true;
+        };
+        let avoided = self.avoided(way);
+        let usable = |link: usize| !avoided(link) && fits_when_idle(link, 1);
+        self.graph.fewest_hops(src, dst, usable).is_some()
+    }
+
+    /// The first start in `[first, latest]`, searched in windows that double, so that an
+    /// early answer is found cheaply. When a window fails because some links cut the ends
+    /// apart throughout it, nothing can start before one of them opens: the search goes
+    /// on from there.
+    fn first_window_start(
+        &self,
+        way: &Way,
+        need: i64,
+        duration: i64,
+        first: i64,
+        latest: i64,
+    ) -> Option<i64> {
+        let avoided = self.avoided(way);
         let last = latest.min(first.max(self.last_change()));
         let (mut first, mut span) = (first, duration);
         while first <= last {
@@ -343,7 +354,7 @@ impl Network {
             }
             let opens = cut
                 .iter()
-                .filter(|&&link| !avoided(link) && fits_when_idle(link, 1))
+                .filter(|&&link| !avoided(link))
                 .filter_map(|&link| {
                     let booked = self.rates[link].booked(need);
                     self.timelines[link].first_free_start(booked, stop, duration)
@@ -438,7 +449,8 @@ mod tests {
         granularity_mbps: 1,
     };
 
-    /// Whether `need` joins 0 to 4 throughout `[t, t + d)`, by a plain search over the links.
+    /// Whether `need` joins node 0 to node 4 throughout `[start, start + duration)`, by a
+    /// plain search over the links.
     fn joined(net: &Network, need: i64, start: i64, duration: i64) -> bool {
         let mut reached = vec![0];
         let mut next = 0;
