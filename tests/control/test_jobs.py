@@ -3,7 +3,7 @@
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -485,6 +485,16 @@ def test_a_held_change_holds_the_larger_version_until_committed(service, runner,
         "ornl-cdci", "sunnyvale-cdci", T0 + 2 * HOUR, T0 + 3 * HOUR,
         route=("ornl-chicago-1", "chicago-seattle-1", "seattle-sunnyvale-1"),
     )[0] == idle  # fmt: skip
+
+
+def test_committing_a_change_tells_the_runner_when_work_may_fall_due(service, alice):
+    rung: list[datetime | None] = []
+    service.on_change = rung.append
+    made = book(service, alice, mbps=1000)
+    service.hold_change(alice.user, made.id, ReservationChange(end=made.end - HOUR), HOUR)
+    rung.clear()
+    service.commit(alice.user, made.id)
+    assert rung == [made.end - HOUR]  # the release, an hour sooner
 
 
 def test_an_aborted_or_timed_out_change_leaves_the_reservation_as_it_was(

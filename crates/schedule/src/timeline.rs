@@ -3,8 +3,9 @@
 //! A link of a busy network collects tens of thousands of breakpoints a year, and every
 //! booking is a new version of a few links (the control plane keeps old versions for
 //! readers). So the function is held in chunks shared between versions: a booking copies
-//! the chunks it touches, not the link's whole year; and each chunk knows its least free
-//! bandwidth, so a search over a long window takes a chunk with room enough whole.
+//! the chunks it touches, not the link's whole year; and each chunk's least and most free
+//! bandwidth are kept beside the chunk starts, so a search over a long window takes a
+//! chunk with room throughout (or none anywhere) whole.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -453,17 +453,22 @@ class Service:
         with self.db.write() as session:
             reservation = self._load(session, actor, reservation_id)
             state = State(reservation.state)
-            if reservation.held_change is not None:
+            changing = reservation.held_change is not None
+            if changing:
                 self._commit_change(session, actor, reservation)
                 if also is not None:
                     also(session, reservation)
-                return reservation
-            if state not in (State.HELD, State.EXPIRED):
-                raise ConflictError(f"only a held reservation can be committed; it is {state}")
-            if state is State.HELD:
-                reservation.held_until = None  # which is how a commit is known later
-            why = "committed" if state is State.HELD else "commit after the hold timed out"
-            self.transitions.fire(session, reservation, Event.COMMIT, why, actor.name)
+            else:
+                if state not in (State.HELD, State.EXPIRED):
+                    raise ConflictError(f"only a held reservation can be committed; it is {state}")
+                if state is State.HELD:
+                    reservation.held_until = None  # which is how a commit is known later
+                why = "committed" if state is State.HELD else "commit after the hold timed out"
+                self.transitions.fire(session, reservation, Event.COMMIT, why, actor.name)
+        if changing:
+            # A new end may bring the circuit's release sooner than the runner expects.
+            self.on_change(reservation.end)
+            return reservation
         if state is State.EXPIRED:
             raise ConflictError(
                 f"reservation {reservation_id}'s hold timed out before the commit; "
