@@ -86,14 +86,18 @@ pub fn erode(a: &[i64], duration: i64) -> Vec<i64> {
     assert!(duration >= 1, "duration must be at least 1, got {duration}");
     let mut out = Vec::with_capacity(a.len());
     for pair in a.chunks_exact(2) {
-        let (lo, hi) = (pair[0], pair[1]);
-        let hi = if hi == POS_INF { hi } else { hi - duration + 1 };
-        if lo < hi {
-            out.push(lo);
-            out.push(hi);
-        }
+        push_eroded(&mut out, pair[0], pair[1], duration);
     }
     out
+}
+
+/// Append to `out` the starts that fit `[lo, hi)` (`erode` of one interval, in place).
+pub(crate) fn push_eroded(out: &mut Vec<i64>, lo: i64, hi: i64, duration: i64) {
+    let last = if hi == POS_INF { hi } else { hi - duration + 1 };
+    if lo < last {
+        out.push(lo);
+        out.push(last);
+    }
 }
 
 /// Whether `t` is in `a`.

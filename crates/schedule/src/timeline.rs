@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::intervals::{NEG_INF, POS_INF};
+use crate::intervals::{NEG_INF, POS_INF, push_eroded};
 
 /// Segments a chunk is built with; one grown past twice this is split in two.
 const CHUNK: usize = 32;
@@ -95,12 +95,9 @@ impl Chunk {
 
     /// The least and the most free bandwidth in the chunk.
     fn range(&self) -> (i64, i64) {
-        let free = self.free();
-        let least = free.iter().copied().min().expect("a chunk is never empty");
-        (
-            least,
-            free.iter().copied().max().expect("a chunk is never empty"),
-        )
+        let free = self.free().iter().copied();
+        let least = free.clone().min().expect("a chunk is never empty");
+        (least, free.max().expect("a chunk is never empty"))
     }
 }
 
@@ -452,15 +449,6 @@ impl FreeTimeline {
             Arc::make_mut(&mut self.chunks[c]).append(&next);
         }
         self.ranges[c] = self.chunks[c].range();
-    }
-}
-
-/// Append the starts that fit a run `[lo, hi)` of free instants (an unbounded end stays so).
-fn push_eroded(out: &mut Vec<i64>, lo: i64, hi: i64, duration: i64) {
-    let last = if hi == POS_INF { hi } else { hi - duration + 1 };
-    if lo < last {
-        out.push(lo);
-        out.push(last);
     }
 }
 

@@ -1,18 +1,15 @@
 """`/api/v1/nsi/connections`: NSI CS v2 requests over HTTP."""
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
 
-from longhaul.control.drivers import LogDriver
 from longhaul.control.jobs import JobRunner
 from longhaul.control.nsi.provider import default_network
-from longhaul.topology import usn
 
 from ..conftest import T0, settle
-from .conftest import auth
+from .conftest import auth, slow_down_changes
 
 HOUR = timedelta(hours=1)
 
@@ -156,15 +153,7 @@ def test_committing_a_change_to_a_circuit_that_is_up_leaves_the_server_answering
         api.post(f"/api/v1/nsi/connections/{cid}/{what}", headers=auth(alice))
     clock.advance(hours=1)
     run_due(service)
-    asked, answer = threading.Event(), threading.Event()
-
-    class SlowDevice(LogDriver):
-        def modify(self, circuit, previous):
-            asked.set()
-            assert answer.wait(30)
-            super().modify(circuit, previous)
-
-    service.driver = SlowDevice(usn(), service.driver.log_file)
+    asked, answer = slow_down_changes(service)
     modified = api.post(
         f"/api/v1/nsi/connections/{cid}/modify", json={"capacity_mbps": 2000}, headers=auth(alice)
     )

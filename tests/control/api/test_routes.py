@@ -1,17 +1,14 @@
 """The HTTP API: reservations, the availability endpoints, errors as problem+json."""
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
 
-from longhaul.control.drivers import LogDriver
 from longhaul.control.work import PROVISION
-from longhaul.topology import usn
 
 from ..conftest import T0
-from .conftest import auth
+from .conftest import auth, slow_down_changes
 
 HOUR = timedelta(hours=1)
 PROBLEM = "application/problem+json"
@@ -542,15 +539,7 @@ def test_a_change_waiting_for_its_device_leaves_the_server_answering(api, servic
     clock.advance(hours=1)
     service.work.begin(rid, PROVISION)
     service.work.finish(rid, PROVISION, None)
-    asked, answer = threading.Event(), threading.Event()
-
-    class SlowDevice(LogDriver):
-        def modify(self, circuit, previous):
-            asked.set()
-            assert answer.wait(30)
-            super().modify(circuit, previous)
-
-    service.driver = SlowDevice(usn(), service.driver.log_file)
+    asked, answer = slow_down_changes(service)
     later = (T0 + 5 * HOUR).isoformat()
     with ThreadPoolExecutor(3) as pool:
         try:
