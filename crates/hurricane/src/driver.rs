@@ -127,7 +127,7 @@ fn random<const N: usize>() -> io::Result<[u8; N]> {
 }
 
 /// This thread's CPU time so far.
-fn thread_cpu_s() -> f64 {
+pub(crate) fn thread_cpu_s() -> f64 {
     // SAFETY: clock_gettime writes one timespec.
     unsafe {
         let mut t: libc::timespec = std::mem::zeroed();

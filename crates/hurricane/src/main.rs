@@ -202,6 +202,10 @@ fn recv_file(listener: &TcpListener, dir: &Path, deadline: Duration) -> Result<V
     report["path"] = sink.path().display().to_string().into();
     report["resumed_bytes"] = (sink.resumed_blocks * u64::from(done.block_bytes)).into();
     report["bad_chunks"] = sink.bad_chunks.into();
+    // The receiving side's cost: the checking thread's beside the receiving thread's.
+    let check_cpu_cores = sink.check_cpu_s() / done.seconds.max(1e-9);
+    report["check_cpu_cores"] = check_cpu_cores.into();
+    report["cpu_cores"] = (done.cpu_cores + check_cpu_cores).into();
     Ok(report)
 }
 

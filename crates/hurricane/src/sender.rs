@@ -13,7 +13,8 @@ use crate::{IP_UDP_BYTES, Transfer};
 
 /// Where the payload of a block comes from (a file, memory).
 pub trait BlockSource {
-    /// Fill `buf` (exactly the block's length) with `block`'s bytes.
+    /// Fill `buf` (exactly the block's length) with `block`'s bytes; `buf` is the
+    /// payload of the datagram being made.
     fn read(&mut self, block: u64, buf: &mut [u8]);
 }
 
@@ -72,7 +73,6 @@ pub struct Sender {
     catch_up_ns: u64,
     fin_at_ns: Option<u64>,
     done: bool,
-    payload: Vec<u8>,
     /// Datagrams sent so far: the next one's packet number.
     packets: u64,
     /// Blocks the receiver already holds (a resumed transfer): never sent.
@@ -107,7 +107,6 @@ impl Sender {
         );
         let rtt_now_ns = transfer.rtt_ns;
         Self {
-            payload: vec![0; transfer.block_bytes as usize],
             transfer,
             pacing,
             next_new: 0,
@@ -188,16 +187,9 @@ impl Sender {
         self.release_guards(now_ns);
         if let Some(block) = self.next_block(now_ns) {
             let len = self.transfer.block_len(block);
-            source.read(block, &mut self.payload[..len]);
-            let datagram = Datagram {
-                transfer_id: self.transfer.id,
-                packet: self.packets,
-                body: Body::Data {
-                    block,
-                    payload: &self.payload[..len],
-                },
-            };
-            wire::encode(&self.transfer.key, &datagram, out);
+            let (id, packet) = (self.transfer.id, self.packets);
+            let fill = |payload: &mut [u8]| source.read(block, payload);
+            wire::encode_data(&self.transfer.key, id, packet, block, len, fill, out);
             if let Some(tuner) = self.tuner.as_mut() {
                 tuner.on_sent(now_ns, out.len() - start);
             }

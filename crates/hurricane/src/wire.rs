@@ -146,27 +146,19 @@ fn nonce(kind: u8, packet: u64) -> Nonce {
 
 /// Append `datagram`, tag included, to `out`.
 pub fn encode(key: &Key, datagram: &Datagram<'_>, out: &mut Vec<u8>) {
-    let start = out.len();
-    out.extend_from_slice(MAGIC);
-    out.push(VERSION);
-    let mut kind = match datagram.body {
-        Body::Data { .. } => DATA,
+    let (transfer_id, packet) = (datagram.transfer_id, datagram.packet);
+    let kind = match &datagram.body {
+        Body::Data { block, payload } => {
+            let fill = |buf: &mut [u8]| buf.copy_from_slice(payload);
+            return encode_data(key, transfer_id, packet, *block, payload.len(), fill, out);
+        }
         Body::Nack { .. } => NACK,
         Body::Fin { .. } => FIN,
         Body::Done { .. } => DONE,
     };
-    let encrypted = key.encrypt && kind == DATA;
-    if encrypted {
-        kind |= ENCRYPTED;
-    }
-    out.push(kind);
-    out.extend_from_slice(&datagram.transfer_id.to_be_bytes());
-    out.extend_from_slice(&datagram.packet.to_be_bytes());
+    let start = out.len();
+    push_header(out, kind, transfer_id, packet);
     match &datagram.body {
-        Body::Data { block, payload } => {
-            out.extend_from_slice(&block.to_be_bytes());
-            out.extend_from_slice(payload);
-        }
         Body::Nack {
             received_below,
             echo,
@@ -187,17 +179,51 @@ pub fn encode(key: &Key, datagram: &Datagram<'_>, out: &mut Vec<u8>) {
         Body::Fin { total_blocks } | Body::Done { total_blocks } => {
             out.extend_from_slice(&total_blocks.to_be_bytes());
         }
+        Body::Data { .. } => unreachable!("encoded above"),
     }
-    // What is authenticated only, and what is also encrypted (a DATA payload, if asked).
-    let clear_end = if encrypted {
-        start + HEADER_BYTES + 8
-    } else {
-        out.len()
-    };
+    let clear_end = out.len();
+    seal(key, kind, packet, out, start, clear_end);
+}
+
+/// Append a DATA datagram of `block`, tag included, to `out`, its `len` payload bytes
+/// written in place by `fill` (a sender reads a file's block straight into the datagram,
+/// with no copy in between).
+pub fn encode_data(
+    key: &Key,
+    transfer_id: u64,
+    packet: u64,
+    block: u64,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]),
+    out: &mut Vec<u8>,
+) {
+    let kind = if key.encrypt { DATA | ENCRYPTED } else { DATA };
+    let start = out.len();
+    push_header(out, kind, transfer_id, packet);
+    out.extend_from_slice(&block.to_be_bytes());
+    let payload_at = out.len();
+    out.resize(payload_at + len, 0);
+    fill(&mut out[payload_at..]);
+    // What is authenticated only, and what is also encrypted (the payload, if asked).
+    let clear_end = if key.encrypt { payload_at } else { out.len() };
+    seal(key, kind, packet, out, start, clear_end);
+}
+
+fn push_header(out: &mut Vec<u8>, kind: u8, transfer_id: u64, packet: u64) {
+    out.extend_from_slice(MAGIC);
+    out.push(VERSION);
+    out.push(kind);
+    out.extend_from_slice(&transfer_id.to_be_bytes());
+    out.extend_from_slice(&packet.to_be_bytes());
+}
+
+/// Tag the datagram that begins at `start` in `out`: the bytes up to `clear_end` are
+/// authenticated, those after it encrypted too.
+fn seal(key: &Key, kind: u8, packet: u64, out: &mut Vec<u8>, start: usize, clear_end: usize) {
     let (clear, secret) = out[start..].split_at_mut(clear_end - start);
     let tag = key
         .aead
-        .seal_in_place_separate_tag(nonce(kind, datagram.packet), Aad::from(&*clear), secret)
+        .seal_in_place_separate_tag(nonce(kind, packet), Aad::from(&*clear), secret)
         .expect("AES-GCM seals any datagram a UDP packet can hold");
     out.extend_from_slice(tag.as_ref());
 }
