@@ -3,10 +3,7 @@
 //! writes blocks into `<name>.hurricane-part` (space reserved first, so a full disk is a
 //! refusal before the first datagram, not a failure after), checks each chunk on a
 //! thread of its own as soon as its last block is in, makes it durable, and records it
-//! in `<name>.hurricane-map`. The checking thread hashes a chunk as it fills: each
-//! `HASH_STEP_BYTES` the blocks written in order from the chunk's start have passed is
-//! hashed at once, while it is still in the processor's caches, and only what did not
-//! arrive in order waits for the chunk's last block. A receiver started again over the same part and map holds
+//! in `<name>.hurricane-map`. A receiver started again over the same part and map holds
 //! the verified chunks and fetches only the rest. When every chunk checks and the digests
 //! agree, the part is renamed to its name: a file under its name is always whole.
 
@@ -286,64 +283,6 @@ fn read_map(path: &Path, identity: &str) -> Vec<usize> {
         .collect()
 }
 
-/// What the receiving thread hands the checking thread, in the order it wrote.
-enum Work {
-    /// Chunk `chunk`'s first `to` bytes are written and stay as they are until it is
-    /// checked: hash on up to there.
-    Hash { chunk: usize, to: usize },
-    /// Chunk `chunk` is whole: finish its hash and check it.
-    Check(usize),
-}
-
-/// How far a chunk's hash runs ahead in one step: a whole number of BLAKE3 subtrees,
-/// which it hashes with every SIMD lane (about twice as fast as steps the size of a
-/// GRO batch, measured with the blake3 crate 1.x), and small enough that the step is
-/// still in the caches when it is hashed.
-const HASH_STEP_BYTES: usize = 256 << 10;
-
-/// A chunk as the receiving thread sees it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Filling {
-    /// Blocks still missing.
-    missing: u64,
-    /// Blocks written in order from the chunk's start (a block out of order stops it:
-    /// what lies beyond is hashed when the chunk is whole).
-    in_order: u64,
-    /// Bytes from the chunk's start handed to the checking thread to hash.
-    handed_bytes: usize,
-}
-
-/// What a block written into a chunk hands the checking thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Handover {
-    /// The chunk is whole: check it.
-    Whole,
-    /// The chunk's first this many bytes are written: hash on up to there.
-    Prefix(usize),
-    Nothing,
-}
-
-impl Filling {
-    /// The chunk's block `index` (of `block_bytes`, the last block of the file excepted)
-    /// is written: what to hand the checking thread.
-    fn written(&mut self, index: u64, block_bytes: u64) -> Handover {
-        self.missing -= 1;
-        if self.missing == 0 {
-            return Handover::Whole;
-        }
-        if index != self.in_order {
-            return Handover::Nothing;
-        }
-        self.in_order += 1;
-        let to = (self.in_order * block_bytes) as usize / HASH_STEP_BYTES * HASH_STEP_BYTES;
-        if to <= self.handed_bytes {
-            return Handover::Nothing;
-        }
-        self.handed_bytes = to;
-        Handover::Prefix(to)
-    }
-}
-
 /// A checked chunk, or one that did not check.
 enum Checked {
     Good,
@@ -356,9 +295,10 @@ pub struct FileSink {
     map: Arc<Mapping>,
     block_bytes: u64,
     chunk_blocks: u64,
-    chunks: Vec<Filling>,
+    /// Blocks still missing in each chunk.
+    missing: Vec<u64>,
     outstanding: usize,
-    to_check: Option<mpsc::Sender<Work>>,
+    to_check: Option<mpsc::Sender<usize>>,
     checked: mpsc::Receiver<Checked>,
     checker: Option<JoinHandle<()>>,
     /// CPU time the checking thread has used, in nanoseconds (as of its last check).
@@ -439,15 +379,12 @@ impl FileSink {
         let chunk_blocks = u64::from(offer.chunk_bytes / block_bytes);
         let total_blocks = total_bytes.div_ceil(u64::from(block_bytes));
         let chunks = offer.chunk_digests.len();
-        let mut filling: Vec<Filling> = (0..chunks as u64)
-            .map(|c| Filling {
-                missing: (total_blocks - c * chunk_blocks).min(chunk_blocks),
-                ..Filling::default()
-            })
+        let mut missing: Vec<u64> = (0..chunks as u64)
+            .map(|c| (total_blocks - c * chunk_blocks).min(chunk_blocks))
             .collect();
         let mut held = RangeSet::new();
         for &chunk in verified.iter().filter(|&&c| c < chunks) {
-            filling[chunk].missing = 0;
+            missing[chunk] = 0;
             let start = chunk as u64 * chunk_blocks;
             held.insert(start..(start + chunk_blocks).min(total_blocks));
         }
@@ -458,7 +395,7 @@ impl FileSink {
             map,
             block_bytes: u64::from(block_bytes),
             chunk_blocks,
-            chunks: filling,
+            missing,
             outstanding: 0,
             to_check: Some(to_check),
             checked,
@@ -511,7 +448,7 @@ impl FileSink {
             map: Arc::new(map),
             block_bytes: u64::from(block_bytes),
             chunk_blocks: u64::from(offer.chunk_bytes / block_bytes),
-            chunks: vec![Filling::default(); offer.chunk_digests.len()],
+            missing: vec![0; offer.chunk_digests.len()],
             outstanding: 0,
             to_check: None,
             checked,
@@ -544,14 +481,10 @@ impl FileSink {
                     self.outstanding -= 1;
                     self.bad_chunks += 1;
                     let start = chunk as u64 * self.chunk_blocks;
-                    let blocks = self
+                    self.missing[chunk] = self
                         .chunk_blocks
                         .min(self.map.len.div_ceil(self.block_bytes as usize) as u64 - start);
-                    self.chunks[chunk] = Filling {
-                        missing: blocks,
-                        ..Filling::default()
-                    };
-                    bad.push(start..start + blocks);
+                    bad.push(start..start + self.missing[chunk]);
                 }
                 Ok(Checked::Failed(why)) => return Err(why),
                 Err(_) => return Err("the checking thread stopped".into()),
@@ -582,8 +515,8 @@ impl FileSink {
     }
 
     /// CPU time the checking thread has used, as of its last check (BLAKE3 runs at
-    /// about 8 GB/s on one core alone, so a 9.6 Gb/s transfer's chunks take a seventh
-    /// of a core; beside the emulator and both ends, a fifth to a quarter).
+    /// about 7 GB/s on one core alone, so a 9.6 Gb/s transfer's chunks take a sixth of
+    /// a core; beside the emulator and both ends, a fifth to a quarter).
     pub fn check_cpu_s(&self) -> f64 {
         self.check_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
     }
@@ -593,25 +526,16 @@ impl BlockSink for FileSink {
     fn write(&mut self, block: u64, payload: &[u8]) {
         let start = (block * self.block_bytes) as usize;
         // SAFETY: the receiver writes each block once (duplicates are dropped before
-        // they reach the sink) and hands the checker only bytes already written (a
-        // chunk's in-order prefix, or the whole chunk after its last block); a chunk
-        // found bad is written again only after its check came back.
+        // they reach the sink) and hands a chunk to the checker only after its last
+        // block; a chunk found bad is written again only after its check came back.
         unsafe { self.map.write(start, payload) };
         let chunk = (block / self.chunk_blocks) as usize;
-        let Some(to_check) = &self.to_check else {
-            return;
-        };
-        let filling = &mut self.chunks[chunk];
-        match filling.written(block - chunk as u64 * self.chunk_blocks, self.block_bytes) {
-            Handover::Whole => {
-                if to_check.send(Work::Check(chunk)).is_ok() {
-                    self.outstanding += 1;
-                }
-            }
-            Handover::Prefix(to) => {
-                let _ = to_check.send(Work::Hash { chunk, to });
-            }
-            Handover::Nothing => {}
+        self.missing[chunk] -= 1;
+        if self.missing[chunk] == 0
+            && let Some(to_check) = &self.to_check
+            && to_check.send(chunk).is_ok()
+        {
+            self.outstanding += 1;
         }
     }
 }
@@ -656,10 +580,10 @@ fn write_map_header(path: &Path, identity: &str) -> io::Result<()> {
     file.sync_all()
 }
 
-/// The checking thread's ends: where work goes, where outcomes come back, the thread,
+/// The checking thread's ends: where chunks go, where outcomes come back, the thread,
 /// and the CPU time it has used (nanoseconds).
 type CheckerHandles = (
-    mpsc::Sender<Work>,
+    mpsc::Sender<usize>,
     mpsc::Receiver<Checked>,
     JoinHandle<()>,
     Arc<AtomicU64>,
@@ -698,15 +622,14 @@ fn start_checker(
     Ok((to_check, checked, thread, cpu_ns))
 }
 
-/// The checking thread: each chunk's hash runs on as its bytes are handed over; a whole
-/// chunk is compared with its digest, and a good one made durable and recorded in the map
-/// (data first, then the line that names it).
+/// The checking thread: each chunk handed over is hashed and compared; a good one is
+/// made durable and recorded in the map (data first, then the line that names it).
 fn check_chunks(
     map: &Mapping,
     digests: &[[u8; 32]],
     chunk_bytes: usize,
     map_path: &Path,
-    work: &mpsc::Receiver<Work>,
+    chunks: &mpsc::Receiver<usize>,
     report: &mpsc::Sender<Checked>,
     spent: impl Fn(),
 ) {
@@ -720,25 +643,10 @@ fn check_chunks(
             return;
         }
     };
-    // Chunks being hashed: the hash so far, and how many of the chunk's bytes it holds.
-    let mut hashing: std::collections::HashMap<usize, (blake3::Hasher, usize)> =
-        std::collections::HashMap::new();
-    for item in work {
-        let chunk = match item {
-            Work::Hash { chunk, to } => {
-                let start = chunk * chunk_bytes;
-                let (hasher, done) = hashing.entry(chunk).or_default();
-                hasher.update(map.bytes(start + *done..start + to));
-                *done = to;
-                continue;
-            }
-            Work::Check(chunk) => chunk,
-        };
+    for chunk in chunks {
         let start = chunk * chunk_bytes;
         let range = start..(start + chunk_bytes).min(map.len);
-        let (mut hasher, done) = hashing.remove(&chunk).unwrap_or_default();
-        hasher.update(map.bytes(start + done..range.end));
-        let outcome = if *hasher.finalize().as_bytes() == digests[chunk] {
+        let outcome = if *blake3::hash(map.bytes(range.clone())).as_bytes() == digests[chunk] {
             let durable = map
                 .sync(range)
                 .and_then(|()| writeln!(record, "{chunk}"))
@@ -754,47 +662,5 @@ fn check_chunks(
         if report.send(outcome).is_err() {
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn filling(blocks: u64) -> Filling {
-        Filling {
-            missing: blocks,
-            ..Filling::default()
-        }
-    }
-
-    #[test]
-    fn a_prefix_is_handed_over_a_step_at_a_time_while_blocks_come_in_order() {
-        let mut chunk = filling(600);
-        let handed: Vec<(u64, Handover)> = (0..600)
-            .map(|i| (i, chunk.written(i, 1_000)))
-            .filter(|(_, h)| *h != Handover::Nothing)
-            .collect();
-        // 262 blocks hold 262,000 bytes, short of a step; the 263rd passes it.
-        assert_eq!(
-            handed,
-            vec![
-                (262, Handover::Prefix(HASH_STEP_BYTES)),
-                (524, Handover::Prefix(2 * HASH_STEP_BYTES)),
-                (599, Handover::Whole),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_block_out_of_order_stops_the_prefix_until_the_chunk_is_whole() {
-        let mut chunk = filling(600);
-        assert_eq!(chunk.written(1, 1_000), Handover::Nothing);
-        for i in 2..599 {
-            assert_eq!(chunk.written(i, 1_000), Handover::Nothing, "block {i}");
-        }
-        assert_eq!(chunk.in_order, 0);
-        assert_eq!(chunk.written(599, 1_000), Handover::Nothing);
-        assert_eq!(chunk.written(0, 1_000), Handover::Whole);
     }
 }

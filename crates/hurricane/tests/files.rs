@@ -1,7 +1,6 @@
-//! A file received block by block, in the orders a lossy channel delivers them: the
-//! checking thread hashes each chunk's in-order prefix as it fills and the rest when the
-//! chunk is whole, so every order must come out the same, and a chunk written wrong must
-//! be refused and, written again, accepted.
+//! A file received block by block, in the orders a lossy channel delivers them: each
+//! chunk is checked once its last block is in, whatever the order, and a chunk written
+//! wrong is refused and, written again, accepted.
 
 use std::path::PathBuf;
 
@@ -10,7 +9,7 @@ use hurricane::receiver::BlockSink;
 use hurricane::sender::BlockSource;
 
 const BLOCK_BYTES: u32 = 1_000;
-/// Chunks of 600 blocks: two 256 KiB hashing steps and a remainder each.
+/// Chunks of 600 blocks.
 const CHUNK_BYTES: u32 = 600 * BLOCK_BYTES;
 
 struct Scratch(PathBuf);
@@ -62,7 +61,7 @@ fn every_order_of_arrival_checks_and_a_wrong_chunk_is_fetched_again() {
         buf
     };
     // Chunk 0 in order, one of its blocks wrong; chunk 1 in order but for one block held
-    // back to its end (the prefix stops there); chunk 2 backwards; chunk 3 in order.
+    // back to its end; chunk 2 backwards; chunk 3 in order.
     let wrong_block = 7;
     let held_back = chunk_blocks + 300;
     let mut order: Vec<u64> = (0..2 * chunk_blocks).filter(|&b| b != held_back).collect();
