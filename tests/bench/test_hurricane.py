@@ -28,16 +28,19 @@ def test_utilization_is_over_each_tools_own_payload_ceiling() -> None:
 def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     outcomes = [
         {"goodput_gbps": 8.0, "utilization": 0.9, "cpu_cores": 1.0, "sender_cpu_cores": 0.6,
-         "receiver_cpu_cores": 0.4, "resent_share": 0.0, "late_ms": 0.0,
+         "receiver_cpu_cores": 0.4, "check_cpu_cores": 0.0, "resent_share": 0.0,
+         "late_ms": 0.0,
          "dropped_outside_link": 0},
         {"error": "hurricane send: the transfer did not finish in time"},
         {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
-         "receiver_cpu_cores": 0.5, "resent_share": 0.01, "late_ms": 3.0,
+         "receiver_cpu_cores": 0.5, "check_cpu_cores": 0.2, "resent_share": 0.01,
+         "late_ms": 3.0,
          "dropped_outside_link": 12},
     ]  # fmt: skip
     summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
     assert summary["goodput_gbps"] == {"median": 8.5, "min": 8.0, "max": 9.0}
     assert summary["late_ms"] == {"median": 1.5, "min": 0.0, "max": 3.0}
+    assert summary["check_cpu_cores"] == {"median": 0.1, "min": 0.0, "max": 0.2}
     assert summary["failed_runs"] == 1 and summary["repetitions"] == 3
     assert summary["errors"] == ["hurricane send: the transfer did not finish in time"]
     none = bench._summarize(bench.Circuit(1.0, 26.8), bench.Run("udt"), [{"error": "x"}])

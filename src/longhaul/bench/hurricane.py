@@ -260,6 +260,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "cpu_cores": result.sender_cpu_cores + result.receiver_cpu_cores,
         "sender_cpu_cores": result.sender_cpu_cores,
         "receiver_cpu_cores": result.receiver_cpu_cores,
+        "check_cpu_cores": result.check_cpu_cores,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
         "late_ms": float(result.sent.get("late_ms", 0.0)),
         "dropped_outside_link": int(health["tun_tx_dropped"]) + int(health["arena_full_frames"]),
@@ -330,8 +331,8 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
     }  # fmt: skip
     if one.tool == "hurricane":
-        for key in ("sender_cpu_cores", "receiver_cpu_cores", "resent_share", "late_ms",
-                    "dropped_outside_link"):  # fmt: skip
+        for key in ("sender_cpu_cores", "receiver_cpu_cores", "check_cpu_cores",
+                    "resent_share", "late_ms", "dropped_outside_link"):  # fmt: skip
             summary[key] = _spread([o[key] for o in good])
     return summary
 

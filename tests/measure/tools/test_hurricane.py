@@ -26,6 +26,7 @@ def test_a_memory_transfer_is_the_receivers_goodput_with_its_check() -> None:
     # Below the 500 Mb/s ceiling: payload only, and never faster than the rate.
     assert 0.3e9 < result.goodput_bps < 0.5e9
     assert result.datagrams_sent >= result.bytes / result.block_bytes
+    assert result.check_cpu_cores == 0.0  # no checking thread from memory to memory
 
 
 def test_a_tree_adds_up_its_files() -> None:
@@ -33,6 +34,8 @@ def test_a_tree_adds_up_its_files() -> None:
     assert result.bytes == 3_000_000 + 1_234_567
     assert result.corrupted_bytes is None  # files are checked by their digests
     assert result.resumed_bytes == 0
+    # The checking thread's time is the receiving side's too.
+    assert 0 < result.check_cpu_cores < result.receiver_cpu_cores
 
 
 def test_a_side_that_printed_no_result_is_an_error_with_its_words() -> None:

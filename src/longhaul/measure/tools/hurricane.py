@@ -83,11 +83,15 @@ class HurricaneResult:
     datagrams_sent: int
     sender_cpu_cores: float
     receiver_cpu_cores: float
+    """The receiving side's: its receiving thread, and for files its checking thread."""
     corrupted_bytes: int | None
     """Memory to memory: bytes that differed from what was sent (files are checked by
     their digests, and land only when whole)."""
     resumed_bytes: int = 0
     forged: int = 0
+    check_cpu_cores: float = 0.0
+    """Files: the receiver's checking thread (BLAKE3 over each chunk), part of
+    `receiver_cpu_cores`."""
     sent: dict[str, Any] = field(default_factory=dict)
     received: dict[str, Any] = field(default_factory=dict)
 
@@ -132,6 +136,7 @@ def parse(sent_text: str, received_text: str) -> HurricaneResult:
         corrupted_bytes=sum(int(c) for c in corrupted) if corrupted else None,
         resumed_bytes=sum(int(r.get("resumed_bytes", 0)) for r in receivers),
         forged=sum(int(r.get("forged", 0)) for r in receivers),
+        check_cpu_cores=max(float(r.get("check_cpu_cores", 0.0)) for r in receivers),
         sent=sent,
         received=received,
     )
