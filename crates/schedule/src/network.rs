@@ -75,6 +75,13 @@ impl LinkRate {
         (mbps + self.granularity_mbps - 1).div_euclid(self.granularity_mbps) * self.granularity_mbps
     }
 
+    /// What `times` crossings of a request of `mbps` take on this link, or None when that
+    /// is more than the link has even idle (refused without reading its timeline).
+    pub fn carried(self, mbps: i64, times: i64) -> Option<i64> {
+        let booked = times * self.booked(mbps);
+        (booked <= self.capacity_mbps).then_some(booked)
+    }
+
     /// The largest request this link can carry with `free_mbps` left.
     pub fn bookable(self, free_mbps: i64) -> i64 {
         (free_mbps.div_euclid(self.granularity_mbps) * self.granularity_mbps).max(0)
@@ -181,10 +188,9 @@ impl Network {
     pub fn fixed_slot(&self, way: &Way, need: i64, lo: i64, hi: i64) -> Option<Vec<Step>> {
         let fixed = way.fixed_links();
         let fits = |link: usize, times: i64| {
-            let booked = times * self.rates[link].booked(need);
-            // A link too small for the request is refused without reading its timeline.
-            booked <= self.rates[link].capacity_mbps
-                && booked <= self.timelines[link].min_free(lo, hi)
+            self.rates[link]
+                .carried(need, times)
+                .is_some_and(|booked| booked <= self.timelines[link].min_free(lo, hi))
         };
         if !fixed.iter().all(|&(link, times)| fits(link, times)) {
             return None;
@@ -248,8 +254,7 @@ impl Network {
         }
         let window_end = stop + duration - 1;
         let push_starts = |link: usize, times: i64, out: &mut Vec<i64>| {
-            let booked = times * self.rates[link].booked(need);
-            if booked <= self.rates[link].capacity_mbps {
+            if let Some(booked) = self.rates[link].carried(need, times) {
                 self.timelines[link].push_free_starts(booked, first, window_end, duration, out);
             }
         };
@@ -305,17 +310,13 @@ impl Network {
         {
             return Some(first);
         }
-        // After the last change every link is idle, so a start there is feasible.
-        let last = first.max(self.last_change());
-        self.first_window_start(way, need, duration, first, last)
+        self.first_window_start(way, need, duration, first, i64::MAX)
     }
 
     /// Whether `way` could carry `need` on an idle network.
     fn ever_fits(&self, way: &Way, need: i64) -> bool {
-        let fits_when_idle = |link: usize, times: i64| {
-            let rate = self.rates[link];
-            times * rate.booked(need) <= rate.capacity_mbps
-        };
+        let fits_when_idle =
+            |link: usize, times: i64| self.rates[link].carried(need, times).is_some();
         let fixed = way.fixed_links();
         if !fixed
             .iter()
@@ -344,6 +345,7 @@ impl Network {
         latest: i64,
     ) -> Option<i64> {
         let avoided = self.avoided(way);
+        // After the last change every link is idle, so a start there is feasible.
         let last = latest.min(first.max(self.last_change()));
         let (mut first, mut span) = (first, duration);
         while first <= last {

@@ -108,9 +108,6 @@ class EarliestStart(NamedTuple):
     path: Path
 
 
-ZERO = timedelta(0)
-
-
 class Request(NamedTuple):
     """A reservation asked for: `bandwidth_mbps` from `src` to `dst` for `duration` from `start`."""
 
@@ -191,7 +188,7 @@ class Availability:
         None). Returns the new availability and, per request, the start and path booked,
         or None when there was none. One call into the core for them all, so that a
         calendar of a million bookings can be built."""
-        if patience is not None and (not isinstance(patience, timedelta) or patience < ZERO):
+        if patience is not None and (not isinstance(patience, timedelta) or patience < timedelta()):
             raise InputError("patience", f"expected a duration of 0 or more, got {patience!r}")
         asked = []
         for k, request in enumerate(requests):
