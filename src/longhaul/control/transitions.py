@@ -16,6 +16,9 @@ from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import HOLDS_BANDWIDTH, Event, State, next_state
 from longhaul.topology import Path, Topology
 
+INSERT_STATE_CHANGE = insert(STATE_CHANGES)
+"""Built once (see `longhaul.control.service`), run with a list of rows."""
+
 
 class Transitions:
     def __init__(self, ledger: BookingLedger, clock: Callable[[], datetime]) -> None:
@@ -53,9 +56,7 @@ class Transitions:
         actor: str,
     ) -> None:
         # A plain INSERT: the ORM would load the history to append to it.
-        session.execute(
-            insert(STATE_CHANGES), [self.row(reservation, before, after, reason, actor)]
-        )
+        session.execute(INSERT_STATE_CHANGE, [self.row(reservation, before, after, reason, actor)])
 
     def row(
         self, reservation: Reservation, before: State | None, after: State, reason: str, actor: str

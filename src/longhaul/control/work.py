@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, or_, select, union_all
 
+from longhaul.control import rows
 from longhaul.control.db import Reservation
 from longhaul.control.drivers import Circuit, Driver
 from longhaul.control.lifecycle import Event, State
@@ -287,7 +288,7 @@ class Work:
         or None if there is no call to make (the job is done, or was overtaken)."""
         now = self.clock()
         with self.db.write() as session:
-            reservation = session.get(Reservation, reservation_id)
+            reservation = rows.load(session, reservation_id)
             if reservation is None:
                 return None
             if due_job(Timing.of(reservation), now) is not job:
@@ -302,7 +303,7 @@ class Work:
     def finish(self, reservation_id: int, job: Job, error: str | None) -> None:
         """Record how the driver call for `job` went, unless the reservation moved on."""
         with self.db.write() as session:
-            reservation = session.get(Reservation, reservation_id)
+            reservation = rows.load(session, reservation_id)
             if reservation is None:
                 return
             event = job.outcome(reservation, error)

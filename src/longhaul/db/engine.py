@@ -94,8 +94,10 @@ class Database:
     def write(self) -> Iterator[Session]:
         """A transaction no other writer overlaps; committed on success, rolled back on error.
 
-        Callables appended to `session.info["after_commit"]` run after the commit, while
-        no other writer can start yet (to update what is kept in memory).
+        Callables appended to `session.info["before_commit"]` run once the body is done,
+        before the commit (to store what was changed in memory); those appended to
+        `session.info["after_commit"]` run after the commit, while no other writer can
+        start yet (to update what is kept in memory).
         """
         with self._write_lock, self._sessions() as session, self._across_processes():
             session.connection(execution_options={_WRITE: True})
@@ -103,9 +105,12 @@ class Database:
                 session.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY}
                 )
+            session.info["before_commit"] = []
             session.info["after_commit"] = []
             try:
                 yield session
+                for callback in session.info["before_commit"]:
+                    callback()
                 session.commit()
             except BaseException:
                 session.rollback()
