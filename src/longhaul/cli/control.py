@@ -123,6 +123,13 @@ def serve(
             min=1,
         ),
     ] = 120.0,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            help="Log every request on standard output (uvicorn's access log). Default: "
+            "off; the audit log (`longhaul audit`) keeps every change and refused sign-in.",
+        ),
+    ] = False,
 ) -> None:
     """Run the reservation service: the API, the web page and the job runner."""
     folder = home or data_dir()
@@ -145,6 +152,7 @@ def serve(
         nsi_network=nsi_network,
         nsi_hold_s=nsi_hold,
         nsi_peers_file=nsi_peers,
+        access_log=access_log,
     )
     if nsi_peers is not None:
         from longhaul.control.nsi.aggregator import load_peering  # noqa: PLC0415

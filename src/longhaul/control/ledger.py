@@ -23,21 +23,22 @@ from typing import Any
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
-from longhaul.control.db import LEDGER, Ledger, Reservation
+from longhaul.control.db import LEDGER, Reservation
 from longhaul.control.lifecycle import HOLDS_BANDWIDTH
 from longhaul.control.requests import Version
+from longhaul.db.prepared import Prepared
 from longhaul.schedule import Availability, Booking, larger_of
 from longhaul.topology import Topology
 
 _PENDING = "ledger_pending"
 _HOLDING = [s.value for s in HOLDS_BANDWIDTH]
-_NEXT_GENERATION = (
+_NEXT_GENERATION = Prepared(
     update(LEDGER)
     .where(LEDGER.c.id == 1)
     .values(generation=LEDGER.c.generation + 1)
     .returning(LEDGER.c.generation)
 )
-"""Built once: building a statement costs five times running it (SQLAlchemy 2.0)."""
+_GENERATION = Prepared(select(LEDGER.c.generation).where(LEDGER.c.id == 1))
 
 
 @dataclass
@@ -72,8 +73,8 @@ class BookingLedger:
 
     @staticmethod
     def generation(session: Session) -> int:
-        with session.no_autoflush:
-            return session.scalar(select(Ledger.generation).where(Ledger.id == 1)) or 0
+        row = _GENERATION.first(session)
+        return 0 if row is None else int(row["generation"])
 
     def current(self, session: Session) -> Availability:
         """Every booking there is, as this write transaction sees it (its changes included).
@@ -84,8 +85,7 @@ class BookingLedger:
         pending: _Pending | None = session.info.get(_PENDING)
         if pending is not None:
             return pending.avail
-        with session.no_autoflush:  # one change of a reservation stays one UPDATE (one version)
-            generation: int = session.execute(_NEXT_GENERATION).scalar_one()
+        generation: int = _NEXT_GENERATION.scalar(session)
         copy = self._synced(session, generation - 1)
         session.info[_PENDING] = _Pending(generation, copy.avail)
         session.info["after_commit"].append(lambda: self._install(session))

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from longhaul.control.db import RESERVATIONS, STATE_CHANGES, Reservation, StateChange, User
 from longhaul.control.errors import ConflictError
+from longhaul.db.prepared import Prepared
 
 _USERS = cast(Table, User.__table__)
 _OWNER = "owner__"  # owner_id is a column of its own
@@ -43,12 +44,12 @@ CHANGEABLE = (
 )
 """What a reservation's life may change; the rest is fixed at admission."""
 
-_LOAD = (
+_LOAD = Prepared(
     select(RESERVATIONS, *(c.label(_OWNER + c.name) for c in _USERS.c))
     .join(_USERS, _USERS.c.id == RESERVATIONS.c.owner_id)
     .where(RESERVATIONS.c.id == bindparam("reservation_id"))
 )
-_STORE = (
+_STORE = Prepared(
     update(RESERVATIONS)
     .where(RESERVATIONS.c.id == bindparam("b_id"), RESERVATIONS.c.version == bindparam("b_version"))
     .values({name: bindparam(name) for name in (*CHANGEABLE, "version")})
@@ -67,10 +68,9 @@ def load(session: Session, reservation_id: int) -> Reservation | None:
     loaded: dict[int, Reservation] | None = session.info.get(_LOADED)
     if loaded is not None and reservation_id in loaded:
         return loaded[reservation_id]
-    row = session.execute(_LOAD, {"reservation_id": reservation_id}).first()
-    if row is None:
+    values = _LOAD.first(session, reservation_id=reservation_id)
+    if values is None:
         return None
-    values = row._asdict()
     owner = User(**{k[len(_OWNER) :]: values.pop(k) for k in list(values) if k.startswith(_OWNER)})
     reservation = Reservation(**values)
     reservation.owner = owner
@@ -100,7 +100,7 @@ def _store(session: Session, reservation: Reservation, before: tuple[Any, ...]) 
     values = {name: getattr(reservation, name) for name in CHANGEABLE}
     values.update(b_id=reservation.id, b_version=reservation.version)
     values["version"] = reservation.version + 1
-    if session.execute(_STORE, values).rowcount != 1:  # type: ignore[attr-defined]
+    if _STORE.count(session, **values) != 1:
         # Writers take turns, so nothing else can have stored it meanwhile.
         raise ConflictError(f"reservation {reservation.id} changed under this request")
     reservation.version += 1

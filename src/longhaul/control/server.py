@@ -70,7 +70,12 @@ def app_from_environment() -> FastAPI:
 
 
 def serve(settings: Settings) -> None:
-    options: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": "info"}
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "info",
+        "access_log": settings.access_log,
+    }
     if settings.tls:
         cert, key = ensure_certificate(settings.tls_dir, settings.host)
         options |= {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}

@@ -49,6 +49,8 @@ class Settings:
     devices_file: Path | None = None
     """Where the `cli` driver finds the switches and signs in (TOML, see
     control.devices.inventory); `longhaul devices serve` writes one."""
+    access_log: bool = False
+    """Log every request (uvicorn's access log): 5 % of what a saturated process does."""
 
     def to_json(self) -> str:
         return json.dumps(

@@ -14,10 +14,12 @@ from longhaul.control.db import STATE_CHANGES, Reservation
 from longhaul.control.drivers import Circuit
 from longhaul.control.ledger import BookingLedger
 from longhaul.control.lifecycle import HOLDS_BANDWIDTH, Event, State, next_state
+from longhaul.db.prepared import Prepared
 from longhaul.topology import Path, Topology
 
-INSERT_STATE_CHANGE = insert(STATE_CHANGES)
-"""Built once (see `longhaul.control.service`), run with a list of rows."""
+INSERT_STATE_CHANGE = Prepared(
+    insert(STATE_CHANGES), [c.name for c in STATE_CHANGES.c if c.name != "id"]
+)
 
 
 class Transitions:
@@ -56,7 +58,7 @@ class Transitions:
         actor: str,
     ) -> None:
         # A plain INSERT: the ORM would load the history to append to it.
-        session.execute(INSERT_STATE_CHANGE, [self.row(reservation, before, after, reason, actor)])
+        INSERT_STATE_CHANGE.many(session, [self.row(reservation, before, after, reason, actor)])
 
     def row(
         self, reservation: Reservation, before: State | None, after: State, reason: str, actor: str
