@@ -22,7 +22,7 @@ from longhaul.control.audit_log import CLI, Entry
 from longhaul.control.db import User
 from longhaul.control.subjects import canonical_subject
 from longhaul.db import Database
-from longhaul.db.prepared import Prepared
+from longhaul.db.prepared import Prepared, made
 from longhaul.errors import InputError
 
 _USERS = User.__table__
@@ -98,7 +98,7 @@ class Accounts:
         row = _BY_TOKEN.first_on(self.db.engine, token_hash=hash_token(token))
         if row is None:
             return None
-        user = User(**row)
+        user = made(User, row)
         make_transient_to_detached(user)
         return user
 

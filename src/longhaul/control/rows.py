@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Engine, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from longhaul.control.db import RESERVATIONS, STATE_CHANGES, Reservation, StateChange, User
 from longhaul.control.errors import ConflictError
-from longhaul.db.prepared import Prepared
+from longhaul.db.prepared import Prepared, made
 
 _USERS = cast(Table, User.__table__)
 _OWNER = "owner__"  # owner_id is a column of its own
@@ -62,18 +62,17 @@ _HISTORY = (
 _LOADED = "reservations_loaded"
 
 
-def load(session: Session, reservation_id: int) -> Reservation | None:
-    """The reservation, with its owner; in a write transaction, stored at its commit if
-    changed (loading it again in the same transaction gives the same object)."""
+def load(session: Session, reservation_id: int, asker: User | None = None) -> Reservation | None:
+    """The reservation, with its owner (`asker`, if it is theirs); in a write transaction,
+    stored at its commit if changed (loading it again in the same transaction gives the
+    same object)."""
     loaded: dict[int, Reservation] | None = session.info.get(_LOADED)
     if loaded is not None and reservation_id in loaded:
         return loaded[reservation_id]
     values = _LOAD.first(session, reservation_id=reservation_id)
     if values is None:
         return None
-    owner = User(**{k[len(_OWNER) :]: values.pop(k) for k in list(values) if k.startswith(_OWNER)})
-    reservation = Reservation(**values)
-    reservation.owner = owner
+    reservation = _made(values, asker)
     hooks: list[Any] | None = session.info.get("before_commit")
     if hooks is not None:
         if loaded is None:
@@ -84,10 +83,23 @@ def load(session: Session, reservation_id: int) -> Reservation | None:
     return reservation
 
 
+def read(engine: Engine, reservation_id: int, asker: User | None = None) -> Reservation | None:
+    """The reservation as committed, read outside any transaction (one statement)."""
+    values = _LOAD.first_on(engine, reservation_id=reservation_id)
+    return None if values is None else _made(values, asker)
+
+
+def _made(values: dict[str, Any], asker: User | None) -> Reservation:
+    owner = {k[len(_OWNER) :]: values.pop(k) for k in list(values) if k.startswith(_OWNER)}
+    # Most requests are the owner's own: their User is at hand, no need to make another.
+    values["owner"] = asker if asker is not None and asker.id == owner["id"] else made(User, owner)
+    return made(Reservation, values)
+
+
 def history(session: Session, reservation_id: int) -> list[StateChange]:
     """The reservation's state changes, oldest first."""
     rows = session.execute(_HISTORY, {"reservation_id": reservation_id})
-    return [StateChange(**row._asdict()) for row in rows]
+    return [made(StateChange, row._asdict()) for row in rows]
 
 
 def _changeable(reservation: Reservation) -> tuple[Any, ...]:

@@ -55,7 +55,7 @@ from longhaul.control.requests import (
 from longhaul.control.transitions import INSERT_STATE_CHANGE, Transitions, circuit_of, path_of
 from longhaul.control.work import Work
 from longhaul.db import Database
-from longhaul.db.prepared import Prepared
+from longhaul.db.prepared import Prepared, made
 from longhaul.errors import InputError
 from longhaul.parsing import format_duration, format_instant
 from longhaul.schedule import Availability
@@ -211,8 +211,8 @@ class Service:
                 "updated_at": now,
             }
             # Not through the ORM: its unit of work would double the time holding the lock.
-            reservation = Reservation(id=_INSERT_RESERVATION.scalar(session, **values), **values)
-            reservation.owner = actor  # transient: it is only read, for the answer
+            values["id"] = _INSERT_RESERVATION.scalar(session, **values)
+            reservation = made(Reservation, {**values, "owner": actor})
             self.ledger.changed(session, reservation)
             why = f"admitted on {path.hop_count} hops"
             if held_until is not None:
@@ -276,8 +276,8 @@ class Service:
         return self._load(session, actor, kept.reservation_id)
 
     def get(self, actor: User, reservation_id: int) -> Reservation:
-        with self.db.read() as session:
-            return self._load(session, actor, reservation_id)
+        found = rows.read(self.db.engine, reservation_id, actor)
+        return self._visible(actor, reservation_id, found)
 
     def history(self, actor: User, reservation_id: int) -> list[StateChange]:
         with self.db.read() as session:
@@ -580,10 +580,14 @@ class Service:
         return reservation
 
     def _load(self, session: Session, actor: User, reservation_id: int) -> Reservation:
-        reservation = rows.load(session, reservation_id)
-        if reservation is None or (actor.role != "admin" and reservation.owner_id != actor.id):
+        loaded = rows.load(session, reservation_id, actor)
+        return self._visible(actor, reservation_id, loaded)
+
+    @staticmethod
+    def _visible(actor: User, reservation_id: int, found: Reservation | None) -> Reservation:
+        if found is None or (actor.role != "admin" and found.owner_id != actor.id):
             raise NotFoundError(f"no reservation {reservation_id}")
-        return reservation
+        return found
 
     def _unavailable(
         self,

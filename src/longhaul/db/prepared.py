@@ -16,17 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Dialect, Engine
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, configure_mappers
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
 
+from longhaul.db.engine import DRIVER
+
+T = TypeVar("T")
 Processor = Callable[[Any], Any] | None
 Row = dict[str, Any]
 
-_DRIVER = "longhaul_driver"
 _ASKED = object()
 
 
@@ -149,12 +151,23 @@ class Prepared:
         )
 
 
+def made(cls: type[T], row: Mapping[str, Any]) -> T:
+    """An instance of a mapped class holding `row`, set as the ORM's loading sets it (no
+    change events: 1 µs where the constructor took 17); no session knows it."""
+    mapper = cls.__mapper__  # type: ignore[attr-defined]
+    if not mapper.configured:  # as the constructor would (it is what sets attributes up)
+        configure_mappers()
+    instance: T = mapper.class_manager.new_instance()
+    instance.__dict__.update(row)
+    return instance
+
+
 def driver_of(session: Session) -> tuple[Any, Dialect]:
     """The driver's connection under `session`'s transaction, and its dialect."""
     transaction = session.get_transaction()
-    found: tuple[Any, Any, Dialect] | None = session.info.get(_DRIVER)
+    found: tuple[Any, Any, Dialect] | None = session.info.get(DRIVER)
     if found is None or found[0] is not transaction or transaction is None:
         connection = session.connection()
         driver = connection.connection.driver_connection
-        found = session.info[_DRIVER] = (session.get_transaction(), driver, connection.dialect)
+        found = session.info[DRIVER] = (session.get_transaction(), driver, connection.dialect)
     return found[1], found[2]
