@@ -1,0 +1,73 @@
+"""Write transactions: one at a time, committed or rolled back whole, nothing of one left
+in the next (SQLite's writers keep one session and connection between them)."""
+
+import threading
+
+import pytest
+from sqlalchemy import text
+
+from longhaul.db import Database, migrate
+
+
+@pytest.fixture
+def db(db_url):
+    database = Database(db_url)
+    migrate(database.engine)
+    with database.write() as session:
+        session.execute(text("CREATE TABLE n (v INTEGER)"))
+    yield database
+    database.dispose()
+
+
+def values(db):
+    with db.read() as session:
+        return sorted(v for (v,) in session.execute(text("SELECT v FROM n")))
+
+
+def test_a_failed_write_leaves_nothing_for_the_next(db):
+    with pytest.raises(ValueError), db.write() as session:
+        session.execute(text("INSERT INTO n VALUES (1)"))
+        session.info["left"] = True
+        raise ValueError("undo")
+    with db.write() as session:
+        assert "left" not in session.info
+        assert session.info["before_commit"] == []
+        session.execute(text("INSERT INTO n VALUES (2)"))
+    assert values(db) == [2]
+
+
+def test_hooks_run_before_and_after_the_commit(db):
+    seen = []
+    with db.write() as session:
+        session.info["before_commit"].append(
+            lambda: session.execute(text("INSERT INTO n VALUES (3)"))
+        )
+        session.info["after_commit"].append(lambda: seen.append(values(db)))
+    assert seen == [[3]]
+
+
+def test_writers_from_many_threads_take_turns(db):
+    def add():
+        for _ in range(20):
+            with db.write() as session:
+                (count,) = session.execute(text("SELECT count(*) FROM n")).one()
+                session.execute(text("INSERT INTO n VALUES (:v)"), {"v": count})
+
+    threads = [threading.Thread(target=add) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Each writer saw every write before it: no two read the same count.
+    assert values(db) == list(range(80))
+
+
+def test_another_database_object_sees_each_commit(db):
+    other = Database(db.url)
+    try:
+        for v in range(3):
+            with db.write() as session:
+                session.execute(text("INSERT INTO n VALUES (:v)"), {"v": v})
+            assert values(other) == list(range(v + 1))
+    finally:
+        other.dispose()
