@@ -3,10 +3,14 @@ in the next (SQLite's writers keep one session and connection between them)."""
 
 import threading
 
+import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import column, select, table, text
 
-from longhaul.db import Database, migrate
+from longhaul.db import Database, engine, migrate
+from longhaul.db.prepared import Prepared
+
+ONE = Prepared(select(column("v")).select_from(table("n")))
 
 
 @pytest.fixture
@@ -71,3 +75,36 @@ def test_another_database_object_sees_each_commit(db):
             assert values(other) == list(range(v + 1))
     finally:
         other.dispose()
+
+
+def test_a_pooled_connection_the_server_dropped_is_replaced(db, monkeypatch):
+    if db.dialect != "postgresql":
+        pytest.skip("a SQLite file's connection cannot be dropped")
+    with db.read() as session:
+        (first,) = session.execute(text("SELECT pg_backend_pid()")).one()
+    other = Database(db.url)
+    try:
+        with other.read() as session:
+            session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
+    finally:
+        other.dispose()
+    monkeypatch.setattr(engine, "PING_AFTER_IDLE_S", 0.0)  # as if idle for long
+    with db.read() as session:
+        (second,) = session.execute(text("SELECT pg_backend_pid()")).one()
+    assert second != first
+
+
+def test_a_lone_read_leaves_its_connection_as_it_found_it(db):
+    with db.write() as session:
+        session.execute(text("INSERT INTO n VALUES (5)"))
+    assert ONE.first_on(db.engine) == {"v": 5}
+    connection = db.engine.raw_connection()
+    try:
+        driver = connection.driver_connection
+        if db.dialect == "postgresql":
+            assert driver.autocommit is False
+            assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        else:
+            assert not driver.in_transaction
+    finally:
+        connection.close()

@@ -109,14 +109,23 @@ class Prepared:
         """`first` on a connection of its own from the engine's pool: for a lone read
         (on SQLite a single statement, so no transaction of its own is begun)."""
         connection = engine.raw_connection()
+        # On PostgreSQL outside a transaction too: else giving the connection back to the
+        # pool would cost a ROLLBACK, a second round trip.
+        alone = engine.dialect.name == "postgresql"
         try:
             compiled = self.compiled(engine.dialect)
+            if alone:
+                connection.driver_connection.autocommit = True  # type: ignore[union-attr]
             cursor = connection.cursor()
             cursor.execute(compiled.sql, compiled.parameters(values))
             found = cursor.fetchone()
             return None if found is None else compiled.row(found)
         finally:
-            connection.close()  # back to the pool, which rolls back what is open
+            try:
+                if alone:
+                    connection.driver_connection.autocommit = False  # type: ignore[union-attr]
+            finally:
+                connection.close()  # back to the pool, which rolls back what is open
 
     def compiled(self, dialect: Dialect) -> _Compiled:
         found = self._compiled.get(dialect.name)
