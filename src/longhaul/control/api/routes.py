@@ -39,14 +39,17 @@ from longhaul.topology import topology_to_dict
 router = APIRouter(prefix="/api/v1")
 
 # The reservation endpoints below are coroutines that call the service directly, on the
-# event loop: a call is a millisecond or two of work, writers take turns anyway, and
+# event loop: a call is a few hundred microseconds of work, writers take turns anyway, and
 # reads never wait for writers (WAL). Handing each request to a worker thread and back
 # (FastAPI's way with a plain function) cost two fifths of what one process answers: on a
 # 2-core machine, `longhaul bench api` saturated at 270-356 requests/s in threads and
 # 501-581 on the loop (three runs each), the threads' turns at the interpreter lock
 # costing more than the work. What may wait long goes to a worker thread instead: a
 # change to a circuit that is up, which waits for its devices inside the write
-# transaction, and every write while such a change is under way (`in_turn`).
+# transaction, and every write while such a change is under way (`in_turn`). On
+# PostgreSQL, whose every statement waits for a round trip, worker threads were tried
+# too and gave nothing: the write lock was then held longer, each round trip's end
+# waiting its turn at the interpreter lock.
 
 P = ParamSpec("P")
 T = TypeVar("T")
