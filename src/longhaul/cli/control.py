@@ -14,9 +14,11 @@ import typer
 
 from longhaul.cli.common import console, fail, note
 from longhaul.control import drivers
+from longhaul.control.nsi.reply_to import ReplyTargets
 from longhaul.control.nsi.stp import URN_PREFIX
 from longhaul.control.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 from longhaul.db.location import data_dir, database_url
+from longhaul.errors import InputError
 from longhaul.topology import usn
 
 if TYPE_CHECKING:
@@ -123,6 +125,14 @@ def serve(
             min=1,
         ),
     ] = 120.0,
+    nsi_reply_to: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A URL to which NSI SOAP requesters may have confirmations sent (their "
+            "replyTo); it allows the paths below it; host:* allows any port. Repeat for "
+            "more. Default: none, every replyTo is refused (requesters poll instead).",
+        ),
+    ] = None,
     access_log: Annotated[
         bool,
         typer.Option(
@@ -153,11 +163,16 @@ def serve(
         nsi_hold_s=nsi_hold,
         nsi_peers_file=nsi_peers,
         access_log=access_log,
+        nsi_reply_to=tuple(nsi_reply_to or ()),
     )
     if nsi_peers is not None:
         from longhaul.control.nsi.aggregator import load_peering  # noqa: PLC0415
 
         load_peering(nsi_peers)  # fail now, naming what is wrong
+    try:
+        ReplyTargets.of(settings.nsi_reply_to)
+    except InputError as exc:
+        fail(f"--nsi-reply-to {exc.reason}")
     if nsi_network is not None and not nsi_network.startswith(URN_PREFIX):
         fail(f"--nsi-network must start {URN_PREFIX!r}, e.g. {URN_PREFIX}ornl.gov:2026:usn")
     if client_ca is not None and not tls:

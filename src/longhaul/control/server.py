@@ -25,6 +25,7 @@ from longhaul.control.api.app import create_app
 from longhaul.control.jobs import JobRunner
 from longhaul.control.nsi.aggregator import load_peering
 from longhaul.control.nsi.provider import Provider, default_network
+from longhaul.control.nsi.reply_to import ReplyTargets
 from longhaul.control.policy import Policy
 from longhaul.control.service import Service
 from longhaul.control.settings import Settings
@@ -48,7 +49,8 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
     leader = settings.home / "jobs.lock" if settings.workers > 1 else None
     runner = JobRunner(service, max_sleep_s=settings.job_interval_s, leader_lock=leader)
     network = settings.nsi_network or default_network(topology)
-    provider = Provider(service, network, timedelta(seconds=settings.nsi_hold_s))
+    reply_to = ReplyTargets.of(settings.nsi_reply_to)
+    provider = Provider(service, network, timedelta(seconds=settings.nsi_hold_s), reply_to)
     app = create_app(
         service,
         runner,

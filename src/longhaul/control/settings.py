@@ -49,6 +49,8 @@ class Settings:
     devices_file: Path | None = None
     """Where the `cli` driver finds the switches and signs in (TOML, see
     control.devices.inventory); `longhaul devices serve` writes one."""
+    nsi_reply_to: tuple[str, ...] = ()
+    """Where NSI SOAP requesters may have confirmations sent (`nsi.reply_to`); none: nowhere."""
     access_log: bool = False
     """Log every request (uvicorn's access log): 5 % of what a saturated process does."""
 
@@ -70,6 +72,7 @@ class Settings:
         ):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
+        data["nsi_reply_to"] = tuple(data.get("nsi_reply_to", ()))
         return cls(**data)
 
     @property

@@ -102,6 +102,11 @@ def test_refusals_are_faults_with_gfd_212_error_ids(api, alice):
     # The provider posts to replyTo: only to an http(s) URL.
     elsewhere = envelope("<nsi:querySummary/>", reply_to="file:///etc/passwd")
     assert _error_id(_post(api, alice, elsewhere)[1]) == "00102"
+    # ... and only where the operator allows (this app: nowhere).
+    metadata = envelope("<nsi:querySummary/>", reply_to="http://169.254.169.254/latest/")
+    status, answer = _post(api, alice, metadata)
+    assert (status, _error_id(answer)) == (500, "00302")
+    assert "--nsi-reply-to" in answer.findtext(".//detail//text")
     status, answer = _post(api, None, envelope("<nsi:querySummarySync/>"))
     assert (status, _error_id(answer)) == (401, "00301")
     status, answer = _post(api, alice, envelope(_reserve_body(f"{NETWORK}:NOWHERE", "x")))
@@ -318,7 +323,10 @@ class Soap:
 
 @pytest.fixture(scope="module")
 def soap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Soap]:
-    server = LiveServer(tmp_path_factory.mktemp("nsi-soap"), None)
+    # Confirmations may go to this machine's loopback (the Requester below), any port.
+    server = LiveServer(
+        tmp_path_factory.mktemp("nsi-soap"), None, "--nsi-reply-to", "http://127.0.0.1:*"
+    )
     token = server.add_user("alice")
     with server, Requester() as requester, requests.Session() as session:
         session.headers["Authorization"] = f"Bearer {token}"
@@ -441,6 +449,15 @@ def test_confirmations_go_to_reply_to(soap):
     summary = soap.requester.next().find(f".//{{{TYPES}}}querySummaryConfirmed")
     assert summary is not None
     assert summary.findtext("reservation/connectionStates/reservationState") == "ReserveStart"
+
+
+def test_a_reply_to_not_allowed_is_refused_before_anything_is_done(soap):
+    before = soap.call("querySummarySync").reservation or []
+    with pytest.raises(Fault) as refused:
+        soap.reserve(reply_to="http://localhost:8801/nsi/requester", mbps=100, days=3)
+    assert _fault_error_id(refused.value) == "00302"
+    assert len(soap.call("querySummarySync").reservation or []) == len(before)
+    assert soap.requester.received.empty()
 
 
 def test_an_unreachable_reply_to_leaves_the_answer_alone(soap):

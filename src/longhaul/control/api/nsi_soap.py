@@ -303,6 +303,14 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
                 "querySummary answers at replyTo: give one, or use querySummarySync",
                 soap.Variable("replyTo", ""),
             )
+        if header.reply_to and not nsi.reply_to.permits(header.reply_to):
+            raise soap.NsiError(
+                soap.UNAUTHORIZED,
+                f"this provider sends confirmations only where its operator allows "
+                f"(longhaul serve --nsi-reply-to), and not to {header.reply_to}: "
+                "leave replyTo out and poll with querySummarySync",
+                soap.Variable("replyTo", header.reply_to),
+            )
         answer, confirmation = await _perform(nsi, aggregator, user, header, call)
     except Exception as exc:
         return _refusal(exc, nsi, header, call)

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from longhaul.control.db import NSI_CONNECTIONS, RESERVATIONS, NsiConnection, Reservation, User
 from longhaul.control.errors import ConflictError, NotFoundError
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, State
+from longhaul.control.nsi.reply_to import NOWHERE, ReplyTargets
 from longhaul.control.nsi.states import ConnectionStates, LifecycleState, observe
 from longhaul.control.nsi.stp import Stp, parse_stp
 from longhaul.control.requests import ReservationChange, ReservationRequest
@@ -76,11 +77,19 @@ class Connection:
 
 
 class Provider:
-    def __init__(self, service: Service, network: str, hold: timedelta = DEFAULT_HOLD) -> None:
+    def __init__(
+        self,
+        service: Service,
+        network: str,
+        hold: timedelta = DEFAULT_HOLD,
+        reply_to: ReplyTargets = NOWHERE,
+    ) -> None:
         self.service = service
         self.network = network
         """This domain's NSI network identifier, `urn:ogf:network:...`."""
         self.hold = hold
+        self.reply_to = reply_to
+        """Where SOAP requesters may have confirmations sent (none: every replyTo refused)."""
 
     def reserve(self, actor: User, request: ReserveRequest) -> Connection:
         """Hold the bandwidth between two STPs of this network; `UnavailableError` (with
