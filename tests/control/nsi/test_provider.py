@@ -186,6 +186,33 @@ def test_a_vlan_comes_free_when_its_connection_holds_nothing(provider, alice):
     assert provider.reserve(alice.user, vlan_ask("3020", "1779")).source_stp.endswith("=3020")
 
 
+def test_an_untagged_port_is_the_whole_port(provider, alice, bob):
+    def ask(src, start=T0 + HOUR):
+        return ReserveRequest(
+            source_stp=f"{NET}:{src}", dest_stp=f"{NET}:chicago-e300:1/0?vlan=1779-1790",
+            capacity_mbps=100, start=start, end=start + 2 * HOUR,
+        )  # fmt: skip
+
+    tagged = provider.reserve(alice.user, ask("atlanta-edge:2/1?vlan=3020"))
+    # The port is in use (one VLAN of it): it cannot be had whole in that slot ...
+    with pytest.raises(VlanUnavailableError, match="whole port") as caught:
+        provider.reserve(bob.user, ask("atlanta-edge:2/1"))
+    assert caught.value.field == "source_stp"
+    # ... but in another slot it can; and then no VLAN of it can be had.
+    whole = provider.reserve(bob.user, ask("atlanta-edge:2/1", start=T0 + 4 * HOUR))
+    assert whole.source_stp.endswith("atlanta-edge:2/1")
+    later = ask("atlanta-edge:2/1?vlan=3021", start=T0 + 5 * HOUR)
+    with pytest.raises(VlanUnavailableError, match="taken whole"):
+        provider.reserve(alice.user, later)
+    # Once the whole-port connection holds nothing, the port is free again.
+    provider.abort(bob.user, whole.connection_id)
+    assert provider.reserve(alice.user, later).source_stp.endswith("?vlan=3021")
+    # A node or site without a port is not a port: several may start there.
+    provider.reserve(alice.user, ask("ATLANTA"))
+    provider.reserve(bob.user, ask("ATLANTA"))
+    provider.abort(alice.user, tagged.connection_id)
+
+
 def test_modify_holds_the_new_version_until_committed(service, provider, alice):
     made = provider.reserve(alice.user, ask())
     provider.commit(alice.user, made.connection_id)

@@ -206,11 +206,12 @@ class Provider:
 
 
 class VlanUnavailableError(ConflictError):
-    """No VLAN of the range asked for is free at an STP for the whole slot."""
+    """No VLAN of the range asked for is free at an STP for the whole slot, or the port
+    an STP names is taken whole (untagged) or cannot be."""
 
-    def __init__(self, field: str, stp: Stp) -> None:
+    def __init__(self, field: str, stp: Stp, why: str = "no VLAN of it is free") -> None:
         self.field = field
-        super().__init__(f"{field}: no VLAN of {stp} is free there for the whole slot")
+        super().__init__(f"{field}: {stp}: {why} there for the whole slot")
 
 
 def _stp(network: str, local: str, vlan: int | None) -> Stp:
@@ -229,10 +230,34 @@ def _with_vlan(
     also_taken: Stp | None = None,
 ) -> Stp:
     """`stp` with the lowest VLAN of its range that no other connection holding bandwidth
-    uses at the same STP during any of the reservation's slot (an unlabelled STP is left
-    as it is)."""
-    if stp.vlans is None:
+    uses at the same STP during any of the reservation's slot.
+
+    An unlabelled STP that names a port (`node:port`) is the whole port, as an untagged
+    attachment is: it is refused while any other connection uses the port in the slot,
+    and so is a VLAN of a port taken whole. An unlabelled node or site is left as it is
+    (its ports are the path's)."""
+    port = ":" in stp.local
+    if stp.vlans is None and not port:
         return stp
+    taken = _labels_in_use(session, stp.local, reservation)
+    if also_taken is not None and also_taken.local == stp.local:
+        taken.add(_vlan(also_taken))
+    if stp.vlans is None:
+        if taken:
+            raise VlanUnavailableError(field, stp, "the whole port is asked for; others use it")
+        return stp
+    if port and None in taken:
+        raise VlanUnavailableError(field, stp, "the port is taken whole (untagged)")
+    low, high = stp.vlans
+    for free in range(low, high + 1):
+        if free not in taken:
+            return Stp(stp.network, stp.local, (free, free))
+    raise VlanUnavailableError(field, stp)
+
+
+def _labels_in_use(session: Session, local: str, reservation: Reservation) -> set[int | None]:
+    """The VLANs (None: untagged) other connections holding bandwidth use at `local`
+    during any of the reservation's slot."""
     c, r = NSI_CONNECTIONS.c, RESERVATIONS.c
     overlapping = and_(
         r.state.in_([state.value for state in HOLDS_BANDWIDTH]),
@@ -240,22 +265,12 @@ def _with_vlan(
         r.end > reservation.start,
         r.id != reservation.id,
     )
-    low, high = stp.vlans
     joined = NSI_CONNECTIONS.join(RESERVATIONS, c.reservation_id == r.id)
     taken: set[int | None] = set()
     for local_col, vlan_col in ((c.source_local, c.source_vlan), (c.dest_local, c.dest_vlan)):
-        query = (
-            select(vlan_col)
-            .select_from(joined)
-            .where(overlapping, local_col == stp.local, vlan_col.between(low, high))
-        )
+        query = select(vlan_col).select_from(joined).where(overlapping, local_col == local)
         taken.update(session.scalars(query))
-    if also_taken is not None and also_taken.local == stp.local:
-        taken.add(_vlan(also_taken))
-    for free in range(low, high + 1):
-        if free not in taken:
-            return Stp(stp.network, stp.local, (free, free))
-    raise VlanUnavailableError(field, stp)
+    return taken
 
 
 def _committed(state: State, held_until: datetime | None) -> bool:
