@@ -11,7 +11,8 @@ change, if any did. As the ORM's version counter did, each stored change raises
 `version` by one, and the UPDATE names the version it read.
 
 Every statement is built once: building one costs SQLAlchemy 2.0 several times what
-running it does.
+running it does. A reservation read here is in no session, so its `history`
+relationship reads empty: ask `history()` for its state changes.
 """
 
 from __future__ import annotations
