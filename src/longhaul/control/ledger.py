@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Engine, Select, select, update
 from sqlalchemy.orm import Session
 
 from longhaul.control.db import LEDGER, Reservation
@@ -72,8 +72,9 @@ class BookingLedger:
         return copy.avail if copy is not None and copy.generation == generation else None
 
     @staticmethod
-    def generation(session: Session) -> int:
-        row = _GENERATION.first(session)
+    def generation(engine: Engine) -> int:
+        """The database's generation, as committed (read outside any transaction)."""
+        row = _GENERATION.first_on(engine)
         return 0 if row is None else int(row["generation"])
 
     def current(self, session: Session) -> Availability:

@@ -4,11 +4,11 @@ statements, not the ORM's identity map and unit of work.
 A write request reads one reservation, changes a few of its attributes and stores it,
 all inside the one write transaction every writer waits for. Through the ORM
 (`Session.get`, then a flush) that load and store took more than half of what a modify
-or a cancel costs (`longhaul bench api`, profiled with py-spy). Here a reservation is
-read with one SELECT (its owner joined) into a `Reservation` no session tracks, and
-stored just before the transaction commits with one UPDATE of the columns that may
-change, if any did. As the ORM's version counter did, each stored change raises
-`version` by one, and the UPDATE names the version it read.
+or a cancel costs (the service's calls with `longhaul bench api`'s mix, under cProfile).
+Here a reservation is read with one SELECT (its owner joined) into a `Reservation` no
+session tracks, and stored just before the transaction commits with one UPDATE of the
+columns that may change, if any did. As the ORM's version counter did, each stored
+change raises `version` by one, and the UPDATE names the version it read.
 
 Every statement is built once: building one costs SQLAlchemy 2.0 several times what
 running it does. A reservation read here is in no session, so its `history`

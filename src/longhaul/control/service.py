@@ -62,8 +62,7 @@ from longhaul.schedule import Availability
 from longhaul.schedule.instants import to_us
 from longhaul.topology import Path, Topology
 
-_COLUMNS = [c.name for c in RESERVATIONS.c if c.name != "id"]
-_INSERT_RESERVATION = Prepared(insert(RESERVATIONS).returning(RESERVATIONS.c.id), _COLUMNS)
+_INSERT_RESERVATION = Prepared.insert(RESERVATIONS, RESERVATIONS.c.id)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 """How long an idempotency key is remembered (the IETF draft's suggestion, as Stripe's)."""
@@ -110,8 +109,7 @@ class Service:
 
     def availability(self) -> Availability:
         """The free bandwidth given every reservation that holds some, as committed."""
-        with self.db.read() as session:
-            generation = self.ledger.generation(session)
+        generation = self.ledger.generation(self.db.engine)
         found = self.ledger.cached(generation)
         if found is not None:
             return found

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from longhaul.control.db import STATE_CHANGES, Reservation
@@ -17,9 +16,7 @@ from longhaul.control.lifecycle import HOLDS_BANDWIDTH, Event, State, next_state
 from longhaul.db.prepared import Prepared
 from longhaul.topology import Path, Topology
 
-INSERT_STATE_CHANGE = Prepared(
-    insert(STATE_CHANGES), [c.name for c in STATE_CHANGES.c if c.name != "id"]
-)
+INSERT_STATE_CHANGE = Prepared.insert(STATE_CHANGES)
 
 
 class Transitions:

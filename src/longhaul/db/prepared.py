@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Dialect, Engine
+from sqlalchemy import Column, Dialect, Engine, Table, insert
 from sqlalchemy.orm import Session, configure_mappers
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
 
-from longhaul.db.engine import DRIVER
+from longhaul.db.engine import driver_of, outside_transaction
 
 T = TypeVar("T")
 Processor = Callable[[Any], Any] | None
@@ -75,14 +75,18 @@ class Prepared:
         self.sets = list(sets)
         self._compiled: dict[str, _Compiled] = {}
 
+    @classmethod
+    def insert(cls, table: Table, *returning: Column[Any]) -> Prepared:
+        """An INSERT of every column but the key, returning `returning`."""
+        statement = insert(table).returning(*returning) if returning else insert(table)
+        return cls(statement, [c.name for c in table.c if not c.primary_key])
+
     def first(self, session: Session, **values: Any) -> Row | None:
         """The first row, or None."""
-        compiled, cursor = self._run(session, values)
-        found = cursor.fetchone()
-        return None if found is None else compiled.row(found)
+        return self._first(*driver_of(session), values)
 
     def all(self, session: Session, **values: Any) -> list[Row]:
-        compiled, cursor = self._run(session, values)
+        compiled, cursor = self._execute(*driver_of(session), values)
         return [compiled.row(found) for found in cursor.fetchall()]
 
     def scalar(self, session: Session, **values: Any) -> Any:
@@ -94,7 +98,7 @@ class Prepared:
 
     def count(self, session: Session, **values: Any) -> int:
         """Run a statement that returns nothing; how many rows it changed."""
-        _, cursor = self._run(session, values)
+        _, cursor = self._execute(*driver_of(session), values)
         rowcount: int = cursor.rowcount
         return rowcount
 
@@ -102,30 +106,13 @@ class Prepared:
         """Run a statement that returns nothing once for each of `rows`."""
         connection, dialect = driver_of(session)
         compiled = self.compiled(dialect)
-        cursor = connection.cursor()
-        cursor.executemany(compiled.sql, [compiled.parameters(r) for r in rows])
+        connection.cursor().executemany(compiled.sql, [compiled.parameters(r) for r in rows])
 
     def first_on(self, engine: Engine, **values: Any) -> Row | None:
-        """`first` on a connection of its own from the engine's pool: for a lone read
-        (on SQLite a single statement, so no transaction of its own is begun)."""
-        connection = engine.raw_connection()
-        # On PostgreSQL outside a transaction too: else giving the connection back to the
-        # pool would cost a ROLLBACK, a second round trip.
-        alone = engine.dialect.name == "postgresql"
-        try:
-            compiled = self.compiled(engine.dialect)
-            if alone:
-                connection.driver_connection.autocommit = True  # type: ignore[union-attr]
-            cursor = connection.cursor()
-            cursor.execute(compiled.sql, compiled.parameters(values))
-            found = cursor.fetchone()
-            return None if found is None else compiled.row(found)
-        finally:
-            try:
-                if alone:
-                    connection.driver_connection.autocommit = False  # type: ignore[union-attr]
-            finally:
-                connection.close()  # back to the pool, which rolls back what is open
+        """`first` on a connection of its own from the engine's pool, in no transaction:
+        for a lone read."""
+        with outside_transaction(engine) as connection:
+            return self._first(connection, engine.dialect, values)
 
     def compiled(self, dialect: Dialect) -> _Compiled:
         found = self._compiled.get(dialect.name)
@@ -133,8 +120,14 @@ class Prepared:
             found = self._compiled[dialect.name] = self._compile(dialect)
         return found
 
-    def _run(self, session: Session, values: Mapping[str, Any]) -> tuple[_Compiled, Any]:
-        connection, dialect = driver_of(session)
+    def _first(self, connection: Any, dialect: Dialect, values: Mapping[str, Any]) -> Row | None:
+        compiled, cursor = self._execute(connection, dialect, values)
+        found = cursor.fetchone()
+        return None if found is None else compiled.row(found)
+
+    def _execute(
+        self, connection: Any, dialect: Dialect, values: Mapping[str, Any]
+    ) -> tuple[_Compiled, Any]:
         compiled = self.compiled(dialect)
         cursor = connection.cursor()
         cursor.execute(compiled.sql, compiled.parameters(values))
@@ -169,14 +162,3 @@ def made(cls: type[T], row: Mapping[str, Any]) -> T:
     instance: T = mapper.class_manager.new_instance()
     instance.__dict__.update(row)
     return instance
-
-
-def driver_of(session: Session) -> tuple[Any, Dialect]:
-    """The driver's connection under `session`'s transaction, and its dialect."""
-    transaction = session.get_transaction()
-    found: tuple[Any, Any, Dialect] | None = session.info.get(DRIVER)
-    if found is None or found[0] is not transaction or transaction is None:
-        connection = session.connection()
-        driver = connection.connection.driver_connection
-        found = session.info[DRIVER] = (session.get_transaction(), driver, connection.dialect)
-    return found[1], found[2]

@@ -49,7 +49,7 @@ class ReplyTargets:
             return False
         if asked.username or asked.password or not asked.hostname:
             return False
-        path = (asked.path or "/").rstrip("/") + "/"
+        path = _directory(asked.path)
         return any(
             t.scheme == asked.scheme
             and t.host == asked.hostname
@@ -63,19 +63,19 @@ NOWHERE = ReplyTargets()
 
 
 def _target(entry: str) -> _Target:
-    wildcard = entry.split("//", 1)[-1].split("/", 1)[0].endswith(":*")
-    text = entry.replace(":*", "", 1) if wildcard else entry
     try:
-        parsed = _parsed(text)
-        port = ANY_PORT if wildcard else _port(parsed)
+        parsed = _parsed(entry)
+        any_port = parsed.netloc.endswith(":*")
+        if any_port:
+            parsed = parsed._replace(netloc=parsed.netloc.removesuffix(":*"))
+        port = ANY_PORT if any_port else _port(parsed)
     except ValueError as exc:
         raise InputError("nsi-reply-to", f"{entry!r}: {exc}") from None
     if not parsed.hostname or parsed.username or parsed.password or parsed.query:
         raise InputError(
             "nsi-reply-to", f"{entry!r}: give scheme://host[:port|:*][/path], nothing more"
         )
-    path = (parsed.path or "/").rstrip("/") + "/"
-    return _Target(parsed.scheme, parsed.hostname, port, path)
+    return _Target(parsed.scheme, parsed.hostname, port, _directory(parsed.path))
 
 
 def _parsed(url: str) -> SplitResult:
@@ -83,6 +83,11 @@ def _parsed(url: str) -> SplitResult:
     if parsed.scheme not in _DEFAULT_PORTS:
         raise ValueError("only http and https URLs")
     return parsed
+
+
+def _directory(path: str) -> str:
+    """`path` ending with one `/`, so that a prefix of it is a whole segment."""
+    return path.rstrip("/") + "/"
 
 
 def _port(parsed: SplitResult) -> int:
