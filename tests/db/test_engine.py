@@ -7,25 +7,11 @@ import psycopg
 import pytest
 from sqlalchemy import column, select, table, text
 
-from longhaul.db import Database, engine, migrate
+from longhaul.db import Database, engine
 from longhaul.db.prepared import Prepared
+from tests.db.conftest import values
 
 ONE = Prepared(select(column("v")).select_from(table("n")))
-
-
-@pytest.fixture
-def db(db_url):
-    database = Database(db_url)
-    migrate(database.engine)
-    with database.write() as session:
-        session.execute(text("CREATE TABLE n (v INTEGER)"))
-    yield database
-    database.dispose()
-
-
-def values(db):
-    with db.read() as session:
-        return sorted(v for (v,) in session.execute(text("SELECT v FROM n")))
 
 
 def test_a_failed_write_leaves_nothing_for_the_next(db):

@@ -78,9 +78,9 @@ def test_what_the_orm_stores_it_reads_back_the_same(db, owner):
     assert BY_ID.first_on(db.engine, rid=rid + 1) is None
 
 
-def test_many_count_and_values_written_into_the_statement(db, owner):
+def test_later_count_and_values_written_into_the_statement(db, owner):
     with db.write() as session:
-        INSERT.many(session, [values(owner), values(owner, state="active")])
+        INSERT.later(session, [values(owner), values(owner, state="active")])
         assert BUMP.count(session) == 1
     with db.read() as session:
         rows = [BY_ID.first(session, rid=r["id"]) for r in ALL.all(session)]

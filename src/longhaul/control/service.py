@@ -215,7 +215,7 @@ class Service:
             why = f"admitted on {path.hop_count} hops"
             if held_until is not None:
                 why = f"held on {path.hop_count} hops until {format_instant(held_until)}"
-            INSERT_STATE_CHANGE.many(
+            INSERT_STATE_CHANGE.later(
                 session,
                 [
                     self.transitions.row(

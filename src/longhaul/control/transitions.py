@@ -55,7 +55,7 @@ class Transitions:
         actor: str,
     ) -> None:
         # A plain INSERT: the ORM would load the history to append to it.
-        INSERT_STATE_CHANGE.many(session, [self.row(reservation, before, after, reason, actor)])
+        INSERT_STATE_CHANGE.later(session, [self.row(reservation, before, after, reason, actor)])
 
     def row(
         self, reservation: Reservation, before: State | None, after: State, reason: str, actor: str

@@ -23,7 +23,8 @@ from sqlalchemy.orm import Session, configure_mappers
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
 
-from longhaul.db.engine import driver_of, outside_transaction
+from longhaul.db.driver import dialect_of, execute, execute_later
+from longhaul.db.engine import outside_transaction
 
 T = TypeVar("T")
 Processor = Callable[[Any], Any] | None
@@ -83,10 +84,12 @@ class Prepared:
 
     def first(self, session: Session, **values: Any) -> Row | None:
         """The first row, or None."""
-        return self._first(*driver_of(session), values)
+        compiled = self.compiled(dialect_of(session))
+        return self._row(compiled, execute(session, compiled.sql, compiled.parameters(values)))
 
     def all(self, session: Session, **values: Any) -> list[Row]:
-        compiled, cursor = self._execute(*driver_of(session), values)
+        compiled = self.compiled(dialect_of(session))
+        cursor = execute(session, compiled.sql, compiled.parameters(values))
         return [compiled.row(found) for found in cursor.fetchall()]
 
     def scalar(self, session: Session, **values: Any) -> Any:
@@ -98,21 +101,25 @@ class Prepared:
 
     def count(self, session: Session, **values: Any) -> int:
         """Run a statement that returns nothing; how many rows it changed."""
-        _, cursor = self._execute(*driver_of(session), values)
-        rowcount: int = cursor.rowcount
+        compiled = self.compiled(dialect_of(session))
+        rowcount: int = execute(session, compiled.sql, compiled.parameters(values)).rowcount
         return rowcount
 
-    def many(self, session: Session, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Run a statement that returns nothing once for each of `rows`."""
-        connection, dialect = driver_of(session)
-        compiled = self.compiled(dialect)
-        connection.cursor().executemany(compiled.sql, [compiled.parameters(r) for r in rows])
+    def later(self, session: Session, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Run a statement whose results nobody reads once for each of `rows`: in a
+        PostgreSQL write transaction with its next statement or its COMMIT, in that round
+        trip (`longhaul.db.driver.execute_later`); elsewhere at once."""
+        compiled = self.compiled(dialect_of(session))
+        execute_later(session, compiled.sql, [compiled.parameters(r) for r in rows])
 
     def first_on(self, engine: Engine, **values: Any) -> Row | None:
         """`first` on a connection of its own from the engine's pool, in no transaction:
         for a lone read."""
+        compiled = self.compiled(engine.dialect)
         with outside_transaction(engine) as connection:
-            return self._first(connection, engine.dialect, values)
+            cursor = connection.cursor()
+            cursor.execute(compiled.sql, compiled.parameters(values))
+            return self._row(compiled, cursor)
 
     def compiled(self, dialect: Dialect) -> _Compiled:
         found = self._compiled.get(dialect.name)
@@ -120,18 +127,10 @@ class Prepared:
             found = self._compiled[dialect.name] = self._compile(dialect)
         return found
 
-    def _first(self, connection: Any, dialect: Dialect, values: Mapping[str, Any]) -> Row | None:
-        compiled, cursor = self._execute(connection, dialect, values)
+    @staticmethod
+    def _row(compiled: _Compiled, cursor: Any) -> Row | None:
         found = cursor.fetchone()
         return None if found is None else compiled.row(found)
-
-    def _execute(
-        self, connection: Any, dialect: Dialect, values: Mapping[str, Any]
-    ) -> tuple[_Compiled, Any]:
-        compiled = self.compiled(dialect)
-        cursor = connection.cursor()
-        cursor.execute(compiled.sql, compiled.parameters(values))
-        return compiled, cursor
 
     def _compile(self, dialect: Dialect) -> _Compiled:
         compiled = self.statement.compile(dialect=dialect, column_keys=self.sets or None)
