@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from longhaul.control.db import User
-from longhaul.control.drivers import LogDriver
+from longhaul.control.drivers import Circuit, CircuitStatus, DriverError, LogDriver
 from longhaul.control.jobs import JobRunner
 from longhaul.control.service import Service
 from longhaul.db import Database, migrate
@@ -77,3 +78,49 @@ def bob(service: Service) -> Account:
 @pytest.fixture
 def admin(service: Service) -> Account:
     return Account(*service.accounts.add("root", admin=True))
+
+
+@dataclass
+class FlakyDriver:
+    """The log driver, failing (or hanging) when told to."""
+
+    inner: LogDriver
+    name: str = "flaky"
+    fail_provision: int = 0
+    fail_release: int = 0
+    fail_modify: int = 0
+    hang_s: float = 0.0
+    calls: list[tuple[str, int]] = field(default_factory=list)
+
+    def provision(self, circuit: Circuit) -> None:
+        self.calls.append(("provision", circuit.reservation_id))
+        if self.hang_s:
+            time.sleep(self.hang_s)
+        if self.fail_provision:
+            self.fail_provision -= 1
+            raise DriverError("port 1/1 is down")
+        self.inner.provision(circuit)
+
+    def modify(self, circuit: Circuit, previous: Circuit) -> None:
+        self.calls.append(("modify", circuit.reservation_id))
+        if self.fail_modify:
+            self.fail_modify -= 1
+            raise DriverError("switch busy")
+        self.inner.modify(circuit, previous)
+
+    def release(self, circuit: Circuit) -> None:
+        self.calls.append(("release", circuit.reservation_id))
+        if self.fail_release:
+            self.fail_release -= 1
+            raise DriverError("session lost")
+        self.inner.release(circuit)
+
+    def status(self, circuit: Circuit) -> CircuitStatus:
+        return self.inner.status(circuit)
+
+
+@pytest.fixture
+def driver(service):
+    flaky = FlakyDriver(service.driver)
+    service.driver = flaky
+    return flaky

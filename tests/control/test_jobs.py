@@ -2,12 +2,11 @@
 
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import pytest
 
-from longhaul.control.drivers import Circuit, CircuitStatus, DriverError, LogDriver
+from longhaul.control.drivers import CircuitStatus
 from longhaul.control.errors import ConflictError
 from longhaul.control.jobs import Doorbell, JobRunner
 from longhaul.control.lifecycle import State
@@ -19,52 +18,6 @@ from .conftest import T0, settle
 
 HOUR = timedelta(hours=1)
 SECOND = timedelta(seconds=1)
-
-
-@dataclass
-class FlakyDriver:
-    """The log driver, failing (or hanging) when told to."""
-
-    inner: LogDriver
-    name: str = "flaky"
-    fail_provision: int = 0
-    fail_release: int = 0
-    fail_modify: int = 0
-    hang_s: float = 0.0
-    calls: list[tuple[str, int]] = field(default_factory=list)
-
-    def provision(self, circuit: Circuit) -> None:
-        self.calls.append(("provision", circuit.reservation_id))
-        if self.hang_s:
-            time.sleep(self.hang_s)
-        if self.fail_provision:
-            self.fail_provision -= 1
-            raise DriverError("port 1/1 is down")
-        self.inner.provision(circuit)
-
-    def modify(self, circuit: Circuit, previous: Circuit) -> None:
-        self.calls.append(("modify", circuit.reservation_id))
-        if self.fail_modify:
-            self.fail_modify -= 1
-            raise DriverError("switch busy")
-        self.inner.modify(circuit, previous)
-
-    def release(self, circuit: Circuit) -> None:
-        self.calls.append(("release", circuit.reservation_id))
-        if self.fail_release:
-            self.fail_release -= 1
-            raise DriverError("session lost")
-        self.inner.release(circuit)
-
-    def status(self, circuit: Circuit) -> CircuitStatus:
-        return self.inner.status(circuit)
-
-
-@pytest.fixture
-def driver(service):
-    flaky = FlakyDriver(service.driver)
-    service.driver = flaky
-    return flaky
 
 
 @pytest.fixture

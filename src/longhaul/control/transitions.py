@@ -1,6 +1,7 @@
 """What a write transaction records when a reservation moves: its new state, a row in its
 history, and the ledger told when it takes or gives back bandwidth. Admission and the
-job runner's work both move reservations this one way."""
+job runner's work both move reservations this one way; what watches them (an NSI
+provider's notifications) is told of each in the same transaction."""
 
 from __future__ import annotations
 
@@ -18,11 +19,16 @@ from longhaul.topology import Path, Topology
 
 INSERT_STATE_CHANGE = Prepared.insert(STATE_CHANGES)
 
+Watcher = Callable[[Session, Reservation, State | None, State, str], None]
+"""Told of a recorded move: the transaction, the reservation, from, to, and why."""
+
 
 class Transitions:
     def __init__(self, ledger: BookingLedger, clock: Callable[[], datetime]) -> None:
         self.ledger = ledger
         self.clock = clock
+        self.watchers: dict[str, Watcher] = {}
+        """By name, so that whoever watches is told once however often it subscribes."""
 
     def fire(
         self, session: Session, reservation: Reservation, event: Event, reason: str, actor: str
@@ -56,6 +62,8 @@ class Transitions:
     ) -> None:
         # A plain INSERT: the ORM would load the history to append to it.
         INSERT_STATE_CHANGE.later(session, [self.row(reservation, before, after, reason, actor)])
+        for watcher in self.watchers.values():
+            watcher(session, reservation, before, after, reason)
 
     def row(
         self, reservation: Reservation, before: State | None, after: State, reason: str, actor: str

@@ -68,6 +68,7 @@ def operations():
         "POST /api/v1/nsi/connections",
         "GET /api/v1/nsi/connections",
         "GET /api/v1/nsi/connections/{connection_id}",
+        "GET /api/v1/nsi/connections/{connection_id}/notifications",
         "POST /api/v1/nsi/connections/{connection_id}/modify",
         "POST /api/v1/nsi/connections/{connection_id}/reserve-commit",
         "POST /api/v1/nsi/connections/{connection_id}/reserve-abort",

@@ -66,6 +66,13 @@ def test_reserve_commit_provision_release_terminate(api, service, alice, clock, 
     got = api.get(f"/api/v1/nsi/connections/{cid}", headers=auth(alice)).json()
     assert (got["provision_state"], got["data_plane_active"]) == ("Released", False)
     assert post("terminate")["lifecycle_state"] == "Terminated"
+    told = api.get(f"/api/v1/nsi/connections/{cid}/notifications", headers=auth(alice)).json()
+    assert [(n["notification_id"], n["kind"], n["detail"]["active"]) for n in told] == [
+        (1, "dataPlaneStateChange", True), (2, "dataPlaneStateChange", False),
+    ]  # fmt: skip
+    assert told[0]["at"] == (T0 + HOUR).isoformat().replace("+00:00", "Z")
+    since = api.get(f"/api/v1/nsi/connections/{cid}/notifications?start=2", headers=auth(alice))
+    assert [n["notification_id"] for n in since.json()] == [2]
     reservation = api.get(f"/api/v1/reservations/{got['reservation_id']}", headers=auth(alice))
     assert reservation.json()["state"] == "cancelled"
     listed = api.get("/api/v1/nsi/connections", headers=auth(alice)).json()
@@ -110,6 +117,9 @@ def test_another_users_connection_is_not_found(api, alice, bob, net):
     for path in (f"/api/v1/nsi/connections/{cid}", f"/api/v1/nsi/connections/{cid}/terminate"):
         call = api.get if path.endswith(cid) else api.post
         assert call(path, headers=auth(bob)).status_code == 404
+    notifications = f"/api/v1/nsi/connections/{cid}/notifications"
+    assert api.get(notifications, headers=auth(bob)).status_code == 404
+    assert api.get(notifications, headers=auth(alice)).json() == []
     assert api.get("/api/v1/nsi/connections").status_code == 401
 
 

@@ -97,8 +97,15 @@ def test_refusals_are_faults_with_gfd_212_error_ids(api, alice):
     assert _error_id(_post(api, alice, b"<not xml")[1]) == "00100"
     status, answer = _post(api, alice, envelope("<nsi:queryRecursive/>"))
     assert (status, _error_id(answer)) == (500, "00103")
-    # querySummary answers at replyTo only.
+    # querySummary and queryNotification answer at replyTo only.
     assert _error_id(_post(api, alice, envelope("<nsi:querySummary/>"))[1]) == "00101"
+    notifications = "<nsi:queryNotification><connectionId>c</connectionId></nsi:queryNotification>"
+    assert _error_id(_post(api, alice, envelope(notifications))[1]) == "00101"
+    # queryNotificationSync of a connection there is not: the sync queries' Fault.
+    notifications = notifications.replace("queryNotification>", "queryNotificationSync>")
+    status, answer = _post(api, alice, envelope(notifications))
+    assert (status, _error_id(answer)) == (500, "00203")
+    assert answer.find(f".//detail/{{{TYPES}}}error") is not None
     # The provider posts to replyTo: only to an http(s) URL.
     elsewhere = envelope("<nsi:querySummary/>", reply_to="file:///etc/passwd")
     assert _error_id(_post(api, alice, elsewhere)[1]) == "00102"
@@ -481,3 +488,35 @@ def test_without_a_token_the_client_gets_a_fault(soap):
         with pytest.raises(Fault) as refused:
             client.service.querySummarySync(_soapheaders=[header])
     assert _fault_error_id(refused.value) == "00301"
+
+
+def test_notifications_go_to_the_reserve_s_reply_to_and_can_be_asked_for(soap):
+    """The circuit coming up and going down, each told to the replyTo the reserve gave
+    (the server's own sender), and read back with queryNotificationSync."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    criteria = {
+        "schedule": {"endTime": now + HOUR},  # from now
+        "_value_1": soap.p2ps(f"{NETWORK}:ORNL?vlan=1795", f"{NETWORK}:CHICAGO?vlan=1795", 150),
+    }
+    header = soap.header(soap.requester.url)
+    cid = soap.client.service.reserve(criteria=criteria, _soapheaders=[header]).body.connectionId
+    assert soap.requester.next().find(f".//{{{TYPES}}}reserveConfirmed") is not None
+    soap.call("reserveCommit", connectionId=cid)
+    soap.call("provision", connectionId=cid)
+    up = soap.requester.next().find(f".//{{{TYPES}}}dataPlaneStateChange")
+    assert up is not None
+    assert (up.findtext("connectionId"), up.findtext("notificationId")) == (cid, "1")
+    assert up.findtext("dataPlaneStatus/active") == "true"
+    soap.call("release", connectionId=cid)
+    down = soap.requester.next().find(f".//{{{TYPES}}}dataPlaneStateChange")
+    assert (down.findtext("notificationId"), down.findtext("dataPlaneStatus/active")) == (
+        "2",
+        "false",
+    )
+    answer = soap.call("queryNotificationSync", connectionId=cid)
+    told = [(kind, n.notificationId, n.dataPlaneStatus.active)
+            for entry in answer._value_1 for kind, n in entry.items()]  # fmt: skip
+    assert told == [("dataPlaneStateChange", 1, True), ("dataPlaneStateChange", 2, False)]
+    later = soap.call("queryNotificationSync", connectionId=cid, startNotificationId=2)
+    assert len(later._value_1) == 1
+    soap.call("terminate", connectionId=cid)

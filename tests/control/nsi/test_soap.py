@@ -15,6 +15,12 @@ import pytest
 from lxml import etree
 
 from longhaul.control.nsi import soap as nsi_xml
+from longhaul.control.nsi.notifications import (
+    DATA_PLANE_STATE_CHANGE,
+    ERROR_EVENT,
+    RESERVE_TIMEOUT,
+    Notification,
+)
 from longhaul.control.nsi.soap import (
     HEADERS,
     P2P,
@@ -24,6 +30,7 @@ from longhaul.control.nsi.soap import (
     Child,
     Criteria,
     Modify,
+    NotificationQuery,
     NsiError,
     NsiHeader,
     Query,
@@ -145,6 +152,17 @@ def test_the_other_requests_are_read():
     with pytest.raises(NsiError) as refused:
         read("<nsi:provision/>")
     assert refused.value.error_id == "00101"
+    ranged = "<connectionId>c-1</connectionId><startNotificationId>2</startNotificationId>"
+    assert read(f"<nsi:queryNotificationSync>{ranged}</nsi:queryNotificationSync>") == (
+        NotificationQuery("queryNotificationSync", "c-1", first=2)
+    )
+    whole = "<connectionId>c-1</connectionId><endNotificationId>7</endNotificationId>"
+    assert read(f"<nsi:queryNotification>{whole}</nsi:queryNotification>") == (
+        NotificationQuery("queryNotification", "c-1", last=7)
+    )
+    with pytest.raises(NsiError) as refused:
+        read("<nsi:queryNotificationSync/>")
+    assert refused.value.error_id == "00101"
 
 
 def test_a_reserve_response_is_the_ogf_examples():
@@ -237,6 +255,34 @@ def schema() -> etree.XMLSchema:
     return etree.XMLSchema(etree.fromstring(wrapper))
 
 
+NOTIFICATIONS = [
+    Notification("c-1", 1, RESERVE_TIMEOUT, T0, {
+        "timeout_s": 120, "originating_connection_id": "c-1", "originating_nsa": PROVIDER,
+    }),
+    Notification("c-1", 2, DATA_PLANE_STATE_CHANGE, T0, {
+        "active": True, "version": 3, "version_consistent": True,
+    }),
+    Notification("c-1", 3, ERROR_EVENT, T0, {
+        "event": "deactivateFailed", "originating_connection_id": "c-1",
+        "originating_nsa": PROVIDER, "text": "session lost",
+    }),
+]  # fmt: skip
+
+
+def test_notifications_carry_what_their_types_define():
+    timeout, up, failed = (nsi_xml.notification_element(n) for n in NOTIFICATIONS)
+    assert etree.QName(timeout).localname == "reserveTimeout"
+    assert [c.tag for c in timeout] == [
+        "connectionId", "notificationId", "timeStamp", "timeoutValue",
+        "originatingConnectionId", "originatingNSA",
+    ]  # fmt: skip
+    assert timeout.findtext("timeoutValue") == "120"
+    assert timeout.findtext("timeStamp") == "2030-01-07T08:00:00Z"
+    assert up.findtext("dataPlaneStatus/active") == "true"
+    assert up.findtext("dataPlaneStatus/version") == "3"
+    assert failed.findtext("event") == "deactivateFailed"
+
+
 def test_what_the_binding_builds_is_valid_by_the_shipped_schemas(schema):
     child = Child(0, "c-1", "urn:ogf:network:es.net:2026:esnet", "urn:a:1", "urn:a:2", 1000)
     built = [
@@ -256,6 +302,9 @@ def test_what_the_binding_builds_is_valid_by_the_shipped_schemas(schema):
         nsi_xml.header_element(
             NsiHeader("urn:uuid:" + str(uuid.uuid4()), REQUESTER, PROVIDER), "v"
         ),
+        *(nsi_xml.notification_element(n) for n in NOTIFICATIONS),
+        nsi_xml.query_notification_confirmed("queryNotificationSyncConfirmed", NOTIFICATIONS),
+        nsi_xml.query_notification_confirmed("queryNotificationConfirmed", []),
     ]
     for element in built:
         assert schema.validate(etree.fromstring(etree.tostring(element))), schema.error_log

@@ -29,6 +29,7 @@ from longhaul.control.api.users import router as users
 from longhaul.control.errors import ForbiddenError
 from longhaul.control.jobs import JobRunner
 from longhaul.control.nsi.aggregator import Aggregator, Peering
+from longhaul.control.nsi.notifier import Notifier
 from longhaul.control.nsi.provider import Provider, default_network
 from longhaul.control.service import Service
 from longhaul.control.web.pages import router as pages
@@ -65,6 +66,7 @@ def create_app(
         gc.collect()
         gc.freeze()
         audit_writer.start()
+        notifier.start()
         if runner is not None:
             runner.start()
         try:
@@ -72,6 +74,7 @@ def create_app(
         finally:
             if runner is not None:
                 runner.stop()
+            notifier.stop()
             if aggregator is not None:
                 aggregator.close()
             audit_writer.stop()
@@ -90,6 +93,7 @@ def create_app(
     app.state.service = service
     provider = Provider(service, default_network(service.topology)) if nsi is None else nsi
     aggregator = None if nsi_peering is None else Aggregator(provider, nsi_peering)
+    notifier = Notifier(provider.notifications, service.clock)
     app.state.nsi = provider
     app.state.nsi_aggregator = aggregator
     app.state.audit_writer = audit_writer

@@ -224,6 +224,36 @@ async def connection(
     return ConnectionOut.of(nsi.get(user, connection_id))
 
 
+class NotificationOut(BaseModel):
+    """What the provider told the connection's requester unasked (NSI's notifications:
+    reserveTimeout, dataPlaneStateChange, errorEvent)."""
+
+    notification_id: int
+    kind: str
+    at: datetime
+    detail: dict[str, Any]
+    """reserveTimeout: timeout_s, originating_connection_id, originating_nsa;
+    dataPlaneStateChange: active, version, version_consistent; errorEvent: event,
+    originating_connection_id, originating_nsa, text."""
+
+
+@router.get("/connections/{connection_id}/notifications")
+async def notifications(
+    user: CurrentUser,
+    nsi: ProviderDep,
+    connection_id: ConnectionId,
+    start: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    end: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+) -> list[NotificationOut]:
+    """The connection's notifications, `start` to `end` (notification ids, inclusive;
+    by default all), oldest first (NSI queryNotificationSync). A connection across
+    domains has none of its own: each domain keeps its segment's."""
+    return [
+        NotificationOut(notification_id=n.notification_id, kind=n.kind, at=n.at, detail=n.detail)
+        for n in nsi.notifications_of(user, connection_id, start, end)
+    ]
+
+
 @router.post("/connections/{connection_id}/modify")
 async def modify(
     user: CurrentUser,

@@ -6,8 +6,9 @@ unchanged in `longhaul/data/nsi`).
   service address this server's; the schemas it imports are served beside it by their
   file names, so a SOAP client can load the whole of it from here.
 - `POST /api/v1/nsi/soap/provider`: SOAP 1.1 requests (reserve, reserveCommit,
-  reserveAbort, provision, release, terminate, querySummary, querySummarySync), signed
-  in as the REST API is (a bearer token or a client certificate).
+  reserveAbort, provision, release, terminate, querySummary(Sync),
+  queryNotification(Sync)), signed in as the REST API is (a bearer token or a client
+  certificate).
 
 Each request is the same Provider (or Aggregator) call `/api/v1/nsi/connections` makes,
 done before it is answered: a refusal is a SOAP Fault carrying a `serviceException`,
@@ -19,10 +20,14 @@ A refusal is known before the answer, and nothing is left of what was refused (t
 provider creates no connection in ReserveFailed), so the Fault is the whole of it: no
 reserveFailed or reserveCommitFailed follows at replyTo.
 
-Not done: queryRecursive, queryNotification(Sync) and queryResult(Sync) are refused as
-not implemented (00103); no notification is sent (reserveTimeout, dataPlaneStateChange,
-errorEvent: a requester sees a timed-out hold, or a circuit up, in querySummarySync); an
-ero is refused (longhaul chooses the path); a modify changes the capacity and the end
+What happens to a connection later, unasked (a hold timing out, the circuit coming up or
+down, failing), is a notification (`longhaul.control.nsi.notifications`): sent to the
+replyTo of the connection's reserve, if it had one, and read back with
+queryNotification(Sync).
+
+Not done: queryRecursive and queryResult(Sync) are refused as not implemented (00103);
+a connection across domains has no notifications of its own (each domain keeps its
+segment's); an ero is refused (longhaul chooses the path); a modify changes the capacity and the end
 time only (the STPs of a p2ps in it are not read); the version numbers a requester sends
 are not kept (longhaul numbers versions itself: 0, then one more per modify committed).
 
@@ -294,13 +299,13 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
         if refused is not None:
             raise refused
         if (
-            isinstance(call, soap.Query)
-            and call.operation == "querySummary"
+            isinstance(call, soap.Query | soap.NotificationQuery)
+            and call.operation in soap.ANSWERED_AT_REPLY_TO
             and not header.reply_to
         ):
             raise soap.NsiError(
                 soap.MISSING_PARAMETER,
-                "querySummary answers at replyTo: give one, or use querySummarySync",
+                f"{call.operation} answers at replyTo: give one, or use {call.operation}Sync",
                 soap.Variable("replyTo", ""),
             )
         if header.reply_to and not nsi.reply_to.permits(header.reply_to):
@@ -334,7 +339,10 @@ def _refusal(
     detail = service_exception(exc, nsa_id, _connection_id(call))
     if detail.error_id == soap.INTERNAL_ERROR and not isinstance(exc, soap.NsiError | PeerError):
         log.exception("NSI SOAP request failed")
-    sync_query = isinstance(call, soap.Query) and call.operation == "querySummarySync"
+    sync_query = isinstance(call, soap.Query | soap.NotificationQuery) and call.operation in (
+        "querySummarySync",
+        "queryNotificationSync",
+    )
     answered = None if header is None else soap.header_element(header, header.protocol_version)
     return _xml(soap.envelope(answered, soap.fault(detail, sync_query)), 500)
 
@@ -358,6 +366,7 @@ async def _perform(
             global_reservation_id=call.global_reservation_id,
             description=call.description,
             requester_nsa=header.requester_nsa,
+            notify_to=header.reply_to,
         )
         if aggregator is not None and (
             aggregator.is_remote(call.source_stp) or aggregator.is_remote(call.dest_stp)
@@ -382,6 +391,13 @@ async def _perform(
         return soap.acknowledgment(), soap.generic_confirmed(
             f"{call.operation}Confirmed", call.connection_id
         )
+    if isinstance(call, soap.NotificationQuery):
+        # A connection this domain aggregates has none of its own: its domains' are theirs.
+        found = nsi.notifications_of(user, call.connection_id, call.first, call.last)
+        if call.operation == "queryNotificationSync":
+            return soap.query_notification_confirmed("queryNotificationSyncConfirmed", found), None
+        confirmed = soap.query_notification_confirmed("queryNotificationConfirmed", found)
+        return soap.acknowledgment(), confirmed
     summaries = await _summaries(nsi, aggregator, user, call)
     if call.operation == "querySummarySync":
         return soap.query_summary_confirmed("querySummarySyncConfirmed", summaries), None
@@ -509,7 +525,8 @@ def _provider_call(nsi: Provider, operation: str) -> Callable[[User, str], Conne
 
 
 def _connection_id(call: soap.NsiRequest | None) -> str | None:
-    return call.connection_id if isinstance(call, soap.Modify | soap.Act) else None
+    named = soap.Modify | soap.Act | soap.NotificationQuery
+    return call.connection_id if isinstance(call, named) else None
 
 
 async def _body(request: Request) -> bytes:

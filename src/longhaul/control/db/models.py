@@ -187,8 +187,35 @@ class NsiConnection(Base):
     """NSI's version of the connection: 0 as first committed, one more per committed modify."""
     terminated_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
+    notify_to: Mapped[str | None] = mapped_column(String(2048))
+    """Where the requester wants its notifications (the replyTo of its reserve over SOAP)."""
 
     reservation: Mapped[Reservation] = relationship(lazy="joined")
+
+
+class NsiNotification(Base):
+    """What a provider told, or is to tell, a connection's requester unasked
+    (`nsi.notifications`), and how sending it has gone."""
+
+    __tablename__ = "nsi_notifications"
+    __table_args__ = (
+        UniqueConstraint("connection_id", "notification_id", name="uq_nsi_notifications_number"),
+        Index("ix_nsi_notifications_undelivered", "delivered_at", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    connection_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("nsi_connections.connection_id")
+    )
+    notification_id: Mapped[int] = mapped_column(Integer)
+    """1 for a connection's first, one more for each after it (NSI's notificationId)."""
+    kind: Mapped[str] = mapped_column(String(32))
+    at: Mapped[datetime]
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_try_at: Mapped[datetime | None]
+    """Not to be sent before this (a wait after a failure, or another sender's lease)."""
+    delivered_at: Mapped[datetime | None]
 
 
 class NsiAggregate(Base):
@@ -222,3 +249,4 @@ AUDIT_EVENTS = cast(Table, AuditEvent.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
 NSI_CONNECTIONS = cast(Table, NsiConnection.__table__)
 NSI_AGGREGATES = cast(Table, NsiAggregate.__table__)
+NSI_NOTIFICATIONS = cast(Table, NsiNotification.__table__)

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from longhaul.control.db import NSI_CONNECTIONS, RESERVATIONS, NsiConnection, Reservation, User
 from longhaul.control.errors import ConflictError, NotFoundError
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, State
+from longhaul.control.nsi.notifications import Notification, Notifications
 from longhaul.control.nsi.reply_to import NOWHERE, ReplyTargets
 from longhaul.control.nsi.states import ConnectionStates, LifecycleState, observe
 from longhaul.control.nsi.stp import Stp, parse_stp
@@ -61,6 +62,8 @@ class ReserveRequest:
     global_reservation_id: str = ""
     description: str = ""
     requester_nsa: str = ""
+    notify_to: str | None = None
+    """Where to send the connection's notifications (a SOAP requester's replyTo)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,10 @@ class Provider:
         self.hold = hold
         self.reply_to = reply_to
         """Where SOAP requesters may have confirmations sent (none: every replyTo refused)."""
+        self.nsa_id = f"{network}:nsa"
+        """This provider's NSA, as it names itself in what it sends unasked."""
+        self.notifications = Notifications(service.db, self.nsa_id, hold)
+        service.transitions.watchers["nsi"] = self.notifications.note
 
     def reserve(self, actor: User, request: ReserveRequest) -> Connection:
         """Hold the bandwidth between two STPs of this network; `UnavailableError` (with
@@ -125,6 +132,7 @@ class Provider:
                     version=0,
                     terminated_at=None,
                     created_at=self.service.clock(),
+                    notify_to=request.notify_to,
                 )
             )
 
@@ -192,6 +200,14 @@ class Provider:
             if row is None or not _visible(actor, row.reservation):
                 raise NotFoundError(f"no connection {connection_id}")
             return _connection(row, self.network)
+
+    def notifications_of(
+        self, actor: User, connection_id: str, first: int | None = None, last: int | None = None
+    ) -> list[Notification]:
+        """What the connection's requester was told unasked, `first` to `last` (NSI's
+        notificationIds, inclusive; None: from the oldest, to the newest), oldest first."""
+        self.get(actor, connection_id)  # NotFoundError unless `actor` may see it
+        return self.notifications.of(connection_id, first, last)
 
     def connections(self, actor: User, limit: int = 100, offset: int = 0) -> Sequence[Connection]:
         query = select(NsiConnection).join(Reservation).order_by(NsiConnection.created_at)

@@ -14,6 +14,11 @@ from typing import Final
 from lxml import etree
 
 from longhaul.control.api.schemas import MAX_MBPS
+from longhaul.control.nsi.notifications import (
+    DATA_PLANE_STATE_CHANGE,
+    RESERVE_TIMEOUT,
+    Notification,
+)
 from longhaul.control.nsi.provider import (
     Connection,
 )
@@ -151,17 +156,25 @@ class Query:
     global_reservation_ids: tuple[str, ...] = ()
 
 
-NsiRequest = Reserve | Modify | Act | Query
+@dataclass(frozen=True)
+class NotificationQuery:
+    """queryNotification or queryNotificationSync: a connection's notifications, from
+    `first` to `last` (notificationIds, inclusive; None: the oldest, the newest)."""
+
+    operation: str
+    connection_id: str
+    first: int | None = None
+    last: int | None = None
+
+
+NsiRequest = Reserve | Modify | Act | Query | NotificationQuery
 
 ACTS: Final = ("reserveCommit", "reserveAbort", "provision", "release", "terminate")
 QUERIES: Final = ("querySummary", "querySummarySync")
-NOT_IMPLEMENTED_HERE: Final = (
-    "queryRecursive",
-    "queryNotification",
-    "queryNotificationSync",
-    "queryResult",
-    "queryResultSync",
-)
+NOTIFICATION_QUERIES: Final = ("queryNotification", "queryNotificationSync")
+ANSWERED_AT_REPLY_TO: Final = ("querySummary", "queryNotification")
+"""The queries whose answer is a confirmation sent to replyTo, which they need."""
+NOT_IMPLEMENTED_HERE: Final = ("queryRecursive", "queryResult", "queryResultSync")
 
 _PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
@@ -230,6 +243,13 @@ def parse_request(element: etree._Element) -> NsiRequest:
             operation,
             connection_ids=tuple(_texts(element, "connectionId")),
             global_reservation_ids=tuple(_texts(element, "globalReservationId")),
+        )
+    if operation in NOTIFICATION_QUERIES:
+        return NotificationQuery(
+            operation,
+            _required(element, "connectionId"),
+            first=_optional_integer(element, "startNotificationId"),
+            last=_optional_integer(element, "endNotificationId"),
         )
     if operation in NOT_IMPLEMENTED_HERE:
         raise NsiError(
@@ -426,6 +446,41 @@ def query_summary_confirmed(name: str, summaries: Iterable[Summary]) -> etree._E
     return element
 
 
+def notification_element(notification: Notification) -> etree._Element:
+    """A reserveTimeout, dataPlaneStateChange or errorEvent (NotificationBaseType and its
+    extensions): the request sent to a requester, or an entry of a queryNotification's
+    confirmation."""
+    element = _nsi(notification.kind)
+    _add(element, "connectionId", notification.connection_id)
+    _add(element, "notificationId", str(notification.notification_id))
+    _add(element, "timeStamp", instant(notification.at))
+    detail = notification.detail
+    if notification.kind == DATA_PLANE_STATE_CHANGE:
+        status = etree.SubElement(element, "dataPlaneStatus")
+        _add(status, "active", "true" if detail["active"] else "false")
+        _add(status, "version", str(detail["version"]))
+        _add(status, "versionConsistent", "true" if detail["version_consistent"] else "false")
+        return element
+    if notification.kind == RESERVE_TIMEOUT:
+        _add(element, "timeoutValue", str(detail["timeout_s"]))
+    else:
+        _add(element, "event", detail["event"])
+    _add(element, "originatingConnectionId", detail["originating_connection_id"])
+    _add(element, "originatingNSA", detail["originating_nsa"])
+    return element
+
+
+def query_notification_confirmed(
+    name: str, notifications: Iterable[Notification]
+) -> etree._Element:
+    """queryNotificationConfirmed or queryNotificationSyncConfirmed
+    (QueryNotificationConfirmedType): the notifications, oldest first."""
+    element = _nsi(name)
+    for notification in notifications:
+        element.append(notification_element(notification))
+    return element
+
+
 def criteria_element(criteria: Criteria) -> etree._Element:
     element = etree.Element("criteria", version=str(criteria.version))
     schedule = etree.SubElement(element, "schedule")
@@ -606,6 +661,11 @@ def _integer(text: str | None, name: str) -> int:
         raise NsiError(
             MISSING_PARAMETER, f"{name} is not an integer: {text!r}", Variable(name, text or "")
         ) from exc
+
+
+def _optional_integer(parent: etree._Element, name: str) -> int | None:
+    text = _text(parent, name)
+    return None if text is None else _integer(text, name)
 
 
 def _capacity(text: str | None) -> int:
