@@ -6,3 +6,9 @@ def test_a_reply_to_that_is_not_a_url_stops_serve(cli, tmp_path):
     assert result.returncode != 0
     assert "--nsi-reply-to" in result.stderr + result.stdout
     assert "http" in result.stderr + result.stdout
+
+
+def test_an_nsa_id_that_is_not_an_ogf_urn_stops_serve(cli, tmp_path):
+    result = cli("serve", "--home", str(tmp_path), "--nsi-nsa-id", "nsa.ornl.gov")
+    assert result.returncode != 0
+    assert "--nsi-nsa-id must start 'urn:ogf:network:'" in result.stderr + result.stdout

@@ -13,5 +13,6 @@ def test_settings_survive_the_trip_to_a_worker():
         workers=2,
         nsi_reply_to=("https://nsa.es.net/reply", "http://127.0.0.1:*"),
         access_log=True,
+        nsi_nsa_id="urn:ogf:network:ornl.gov:2026:nsa",
     )
     assert Settings.from_json(settings.to_json()) == settings

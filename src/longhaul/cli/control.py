@@ -107,6 +107,14 @@ def serve(
             "urn:ogf:network:longhaul.local:2026:TOPOLOGY-NAME.",
         ),
     ] = None,
+    nsi_nsa_id: Annotated[
+        str | None,
+        typer.Option(
+            help="This provider's NSA identifier, urn:ogf:network:..., as its SOAP Faults "
+            "and notifications name it (requesters know it by this). Default: the NSI "
+            "network identifier and :nsa.",
+        ),
+    ] = None,
     nsi_peers: Annotated[
         Path | None,
         typer.Option(
@@ -160,6 +168,7 @@ def serve(
         open_metrics=open_metrics,
         rate_limit_per_s=rate_limit,
         nsi_network=nsi_network,
+        nsi_nsa_id=nsi_nsa_id,
         nsi_hold_s=nsi_hold,
         nsi_peers_file=nsi_peers,
         access_log=access_log,
@@ -175,6 +184,8 @@ def serve(
         fail(f"--nsi-reply-to {exc.reason}")
     if nsi_network is not None and not nsi_network.startswith(URN_PREFIX):
         fail(f"--nsi-network must start {URN_PREFIX!r}, e.g. {URN_PREFIX}ornl.gov:2026:usn")
+    if nsi_nsa_id is not None and not nsi_nsa_id.startswith(URN_PREFIX):
+        fail(f"--nsi-nsa-id must start {URN_PREFIX!r}, e.g. {URN_PREFIX}ornl.gov:2026:nsa")
     if client_ca is not None and not tls:
         fail("--client-ca needs --tls")
     drivers.create(driver, usn(), settings)  # fail now, not at the first reservation

@@ -50,7 +50,8 @@ def build(settings: Settings) -> tuple[Service, JobRunner, FastAPI]:
     runner = JobRunner(service, max_sleep_s=settings.job_interval_s, leader_lock=leader)
     network = settings.nsi_network or default_network(topology)
     reply_to = ReplyTargets.of(settings.nsi_reply_to)
-    provider = Provider(service, network, timedelta(seconds=settings.nsi_hold_s), reply_to)
+    hold = timedelta(seconds=settings.nsi_hold_s)
+    provider = Provider(service, network, hold, reply_to, settings.nsi_nsa_id)
     app = create_app(
         service,
         runner,

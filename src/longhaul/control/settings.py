@@ -44,6 +44,9 @@ class Settings:
     nsi_peers_file: Path | None = None
     """The domains this one peers with and how to reach them (TOML, see
     `nsi.aggregator.load_peering`); None: this domain alone."""
+    nsi_nsa_id: str | None = None
+    """This provider's NSA identifier (`urn:ogf:network:...`), as its Faults and what it
+    sends unasked name it; None: the network identifier and `:nsa`."""
     nsi_hold_s: float = 120.0
     """How long an NSI reserve holds its bandwidth uncommitted (`nsi.provider.DEFAULT_HOLD`)."""
     devices_file: Path | None = None

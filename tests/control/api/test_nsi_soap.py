@@ -331,8 +331,14 @@ class Soap:
 @pytest.fixture(scope="module")
 def soap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Soap]:
     # Confirmations may go to this machine's loopback (the Requester below), any port.
+    # The requesters here name the provider PROVIDER: it is told that is its NSA id.
     server = LiveServer(
-        tmp_path_factory.mktemp("nsi-soap"), None, "--nsi-reply-to", "http://127.0.0.1:*"
+        tmp_path_factory.mktemp("nsi-soap"),
+        None,
+        "--nsi-reply-to",
+        "http://127.0.0.1:*",
+        "--nsi-nsa-id",
+        PROVIDER,
     )
     token = server.add_user("alice")
     with server, Requester() as requester, requests.Session() as session:
@@ -519,4 +525,28 @@ def test_notifications_go_to_the_reserve_s_reply_to_and_can_be_asked_for(soap):
     assert told == [("dataPlaneStateChange", 1, True), ("dataPlaneStateChange", 2, False)]
     later = soap.call("queryNotificationSync", connectionId=cid, startNotificationId=2)
     assert len(later._value_1) == 1
+    soap.call("terminate", connectionId=cid)
+
+
+def test_each_confirmation_is_kept_for_query_result(soap):
+    cid = soap.reserve(mbps=100, days=4)
+    commit = soap.header()
+    soap.client.service.reserveCommit(connectionId=cid, _soapheaders=[commit])
+    answer = soap.call("queryResultSync", connectionId=cid)
+    confirmations = ("reserveConfirmed", "reserveCommitConfirmed", "terminateConfirmed")
+    kept = [(r.resultId, r.correlationId, next(c for c in confirmations if r[c] is not None))
+            for r in answer.result]  # fmt: skip
+    assert [(rid, what) for rid, _, what in kept] == [
+        (1, "reserveConfirmed"), (2, "reserveCommitConfirmed"),
+    ]  # fmt: skip
+    assert kept[1][1] == commit.correlationId
+    # The reserveConfirmed as it would have been sent: the criteria held, its VLANs chosen.
+    criteria = answer.result[0].reserveConfirmed.criteria
+    assert _p2ps(criteria).capacity == 100
+    later = soap.call("queryResultSync", connectionId=cid, startResultId=2)
+    assert [r.resultId for r in later.result] == [2]
+    # Asynchronous: acknowledged, answered at replyTo.
+    soap.call("queryResult", soap.requester.url, connectionId=cid, endResultId=1)
+    confirmed = soap.requester.next().find(f".//{{{TYPES}}}queryResultConfirmed")
+    assert [r.findtext("resultId") for r in confirmed.findall("result")] == ["1"]
     soap.call("terminate", connectionId=cid)

@@ -61,9 +61,12 @@ def test_which_transitions_are_notifications(before, after, reason, expected):
     assert noticed(before, after, reason) == expected
 
 
+NSA = "urn:ogf:network:ornl.gov:2026:nsa:longhaul"
+
+
 @pytest.fixture
 def provider(service, driver):
-    return Provider(service, NET, hold=timedelta(seconds=60))
+    return Provider(service, NET, hold=timedelta(seconds=60), nsa_id=NSA)
 
 
 @pytest.fixture
@@ -86,7 +89,7 @@ def test_a_hold_that_times_out_is_a_reserve_timeout(provider, runner, alice, clo
     assert timeout.detail == {
         "timeout_s": 60,
         "originating_connection_id": held.connection_id,
-        "originating_nsa": f"{NET}:nsa",
+        "originating_nsa": NSA,  # as configured (serve --nsi-nsa-id)
     }
 
 
@@ -224,7 +227,7 @@ def test_they_are_sent_to_the_reserve_s_reply_to_in_order_and_retried(
         ("1", "true"), ("2", "false"),
     ]  # fmt: skip
     header = requester.received[0].find(f".//{{{soap.HEADERS}}}nsiHeader")
-    assert header.findtext("providerNSA") == f"{NET}:nsa"
+    assert header.findtext("providerNSA") == NSA
     assert header.findtext("requesterNSA") == asked.requester_nsa
     assert header.findtext("protocolVersion") == soap.REQUESTER_PROTOCOL
     assert len(provider.notifications_of(alice.user, quiet)) == 1

@@ -21,6 +21,7 @@ from longhaul.control.nsi.notifications import (
     RESERVE_TIMEOUT,
     Notification,
 )
+from longhaul.control.nsi.results import Result
 from longhaul.control.nsi.soap import (
     HEADERS,
     P2P,
@@ -35,6 +36,7 @@ from longhaul.control.nsi.soap import (
     NsiHeader,
     Query,
     Reserve,
+    ResultQuery,
     ServiceException,
     Summary,
     Variable,
@@ -163,6 +165,10 @@ def test_the_other_requests_are_read():
     with pytest.raises(NsiError) as refused:
         read("<nsi:queryNotificationSync/>")
     assert refused.value.error_id == "00101"
+    results = "<connectionId>c-1</connectionId><endResultId>3</endResultId>"
+    assert read(f"<nsi:queryResultSync>{results}</nsi:queryResultSync>") == (
+        ResultQuery("queryResultSync", "c-1", last=3)
+    )
 
 
 def test_a_reserve_response_is_the_ogf_examples():
@@ -269,6 +275,14 @@ NOTIFICATIONS = [
 ]  # fmt: skip
 
 
+RESULTS = [
+    Result(1, f"urn:uuid:{uuid.uuid4()}", T0, etree.tostring(nsi_xml.reserve_confirmed(
+        _summary(held=True)))),
+    Result(2, f"urn:uuid:{uuid.uuid4()}", T0, etree.tostring(nsi_xml.generic_confirmed(
+        "reserveCommitConfirmed", "c-1"))),
+]  # fmt: skip
+
+
 def test_notifications_carry_what_their_types_define():
     timeout, up, failed = (nsi_xml.notification_element(n) for n in NOTIFICATIONS)
     assert etree.QName(timeout).localname == "reserveTimeout"
@@ -305,6 +319,7 @@ def test_what_the_binding_builds_is_valid_by_the_shipped_schemas(schema):
         *(nsi_xml.notification_element(n) for n in NOTIFICATIONS),
         nsi_xml.query_notification_confirmed("queryNotificationSyncConfirmed", NOTIFICATIONS),
         nsi_xml.query_notification_confirmed("queryNotificationConfirmed", []),
+        nsi_xml.query_result_confirmed("queryResultSyncConfirmed", RESULTS),
     ]
     for element in built:
         assert schema.validate(etree.fromstring(etree.tostring(element))), schema.error_log

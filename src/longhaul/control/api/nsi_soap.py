@@ -7,8 +7,8 @@ unchanged in `longhaul/data/nsi`).
   file names, so a SOAP client can load the whole of it from here.
 - `POST /api/v1/nsi/soap/provider`: SOAP 1.1 requests (reserve, reserveCommit,
   reserveAbort, provision, release, terminate, querySummary(Sync),
-  queryNotification(Sync)), signed in as the REST API is (a bearer token or a client
-  certificate).
+  queryNotification(Sync), queryResult(Sync)), signed in as the REST API is (a bearer
+  token or a client certificate).
 
 Each request is the same Provider (or Aggregator) call `/api/v1/nsi/connections` makes,
 done before it is answered: a refusal is a SOAP Fault carrying a `serviceException`,
@@ -25,7 +25,10 @@ down, failing), is a notification (`longhaul.control.nsi.notifications`): sent t
 replyTo of the connection's reserve, if it had one, and read back with
 queryNotification(Sync).
 
-Not done: queryRecursive and queryResult(Sync) are refused as not implemented (00103);
+Each confirmation of a request naming a connection is also kept, as sent, and read back
+with queryResult(Sync) (`longhaul.control.nsi.results`).
+
+Not done: queryRecursive is refused as not implemented (00103);
 a connection across domains has no notifications of its own (each domain keeps its
 segment's); an ero is refused (longhaul chooses the path); a modify changes the capacity and the end
 time only (the STPs of a p2ps in it are not read); the version numbers a requester sends
@@ -238,8 +241,7 @@ class _SoapRoute(APIRoute):
             try:
                 response: Response = await handler(request)
             except (UnauthorizedError, ForbiddenError, RateLimitedError) as exc:
-                network = request.app.state.nsi.network
-                detail = service_exception(exc, f"{network}:nsa")
+                detail = service_exception(exc, request.app.state.nsi.nsa_id)
                 headers: dict[str, str] = {}
                 status = 403
                 if isinstance(exc, UnauthorizedError):
@@ -299,7 +301,7 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
         if refused is not None:
             raise refused
         if (
-            isinstance(call, soap.Query | soap.NotificationQuery)
+            isinstance(call, soap.Query | soap.NotificationQuery | soap.ResultQuery)
             and call.operation in soap.ANSWERED_AT_REPLY_TO
             and not header.reply_to
         ):
@@ -320,6 +322,12 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
     except Exception as exc:
         return _refusal(exc, nsi, header, call)
     _audit(request, user, call, header)
+    if confirmation is not None and not _is_query(call):
+        # Kept for queryResult, as sent (or as it would have been, without a replyTo).
+        connection_id = _connection_id(call) or confirmation.findtext("connectionId") or ""
+        at = request.app.state.service.clock()
+        kept = etree.tostring(confirmation)
+        await run_in_threadpool(nsi.results.add, connection_id, header.correlation_id, at, kept)
     response = _xml(soap.envelope(soap.header_element(header, header.protocol_version), answer))
     if header.reply_to and confirmation is not None:
         message = soap.envelope(soap.header_element(header, soap.REQUESTER_PROTOCOL), confirmation)
@@ -334,15 +342,12 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
 def _refusal(
     exc: Exception, nsi: Provider, header: soap.NsiHeader | None, call: soap.NsiRequest | None
 ) -> Response:
-    """A Fault for `exc`, naming this provider as the requester named it."""
-    nsa_id = header.provider_nsa if header and header.provider_nsa else f"{nsi.network}:nsa"
-    detail = service_exception(exc, nsa_id, _connection_id(call))
+    """A Fault for `exc`, naming this provider by its NSA identifier."""
+    detail = service_exception(exc, nsi.nsa_id, _connection_id(call))
     if detail.error_id == soap.INTERNAL_ERROR and not isinstance(exc, soap.NsiError | PeerError):
         log.exception("NSI SOAP request failed")
-    sync_query = isinstance(call, soap.Query | soap.NotificationQuery) and call.operation in (
-        "querySummarySync",
-        "queryNotificationSync",
-    )
+    queries = soap.Query | soap.NotificationQuery | soap.ResultQuery
+    sync_query = isinstance(call, queries) and call.operation in soap.SYNCHRONOUS_QUERIES
     answered = None if header is None else soap.header_element(header, header.protocol_version)
     return _xml(soap.envelope(answered, soap.fault(detail, sync_query)), 500)
 
@@ -398,6 +403,15 @@ async def _perform(
             return soap.query_notification_confirmed("queryNotificationSyncConfirmed", found), None
         confirmed = soap.query_notification_confirmed("queryNotificationConfirmed", found)
         return soap.acknowledgment(), confirmed
+    if isinstance(call, soap.ResultQuery):
+        if aggregator is not None and aggregator.has(call.connection_id):
+            await run_in_threadpool(aggregator.get, user, call.connection_id)  # may they see it
+            results = nsi.results.of(call.connection_id, call.first, call.last)
+        else:
+            results = nsi.results_of(user, call.connection_id, call.first, call.last)
+        if call.operation == "queryResultSync":
+            return soap.query_result_confirmed("queryResultSyncConfirmed", results), None
+        return soap.acknowledgment(), soap.query_result_confirmed("queryResultConfirmed", results)
     summaries = await _summaries(nsi, aggregator, user, call)
     if call.operation == "querySummarySync":
         return soap.query_summary_confirmed("querySummarySyncConfirmed", summaries), None
@@ -524,8 +538,12 @@ def _provider_call(nsi: Provider, operation: str) -> Callable[[User, str], Conne
     return calls[operation]
 
 
+def _is_query(call: soap.NsiRequest) -> bool:
+    return isinstance(call, soap.Query | soap.NotificationQuery | soap.ResultQuery)
+
+
 def _connection_id(call: soap.NsiRequest | None) -> str | None:
-    named = soap.Modify | soap.Act | soap.NotificationQuery
+    named = soap.Modify | soap.Act | soap.NotificationQuery | soap.ResultQuery
     return call.connection_id if isinstance(call, named) else None
 
 

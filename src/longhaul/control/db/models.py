@@ -240,6 +240,23 @@ class NsiAggregate(Base):
     created_at: Mapped[datetime]
 
 
+class NsiResult(Base):
+    """A confirmation this provider gave a request naming a connection, as sent, for
+    queryResult (`nsi.results`). No foreign key: a connection across domains is an
+    aggregate's, not one of `nsi_connections`."""
+
+    __tablename__ = "nsi_results"
+    __table_args__ = (UniqueConstraint("connection_id", "result_id", name="uq_nsi_results_number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    connection_id: Mapped[str] = mapped_column(String(64))
+    result_id: Mapped[int] = mapped_column(Integer)
+    """1 for a connection's first, one more for each after it (NSI's resultId)."""
+    correlation_id: Mapped[str] = mapped_column(String(255))
+    at: Mapped[datetime]
+    confirmation: Mapped[str] = mapped_column(Text)
+
+
 # The tables themselves, for plain (Core) statements on hot paths: naming the entity
 # instead would send them through the ORM's slower bulk machinery.
 RESERVATIONS = cast(Table, Reservation.__table__)
@@ -250,3 +267,4 @@ IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
 NSI_CONNECTIONS = cast(Table, NsiConnection.__table__)
 NSI_AGGREGATES = cast(Table, NsiAggregate.__table__)
 NSI_NOTIFICATIONS = cast(Table, NsiNotification.__table__)
+NSI_RESULTS = cast(Table, NsiResult.__table__)

@@ -34,6 +34,7 @@ from longhaul.control.errors import ConflictError, NotFoundError
 from longhaul.control.lifecycle import ENDED, HOLDS_BANDWIDTH, State
 from longhaul.control.nsi.notifications import Notification, Notifications
 from longhaul.control.nsi.reply_to import NOWHERE, ReplyTargets
+from longhaul.control.nsi.results import Result, Results
 from longhaul.control.nsi.states import ConnectionStates, LifecycleState, observe
 from longhaul.control.nsi.stp import Stp, parse_stp
 from longhaul.control.requests import ReservationChange, ReservationRequest
@@ -86,6 +87,7 @@ class Provider:
         network: str,
         hold: timedelta = DEFAULT_HOLD,
         reply_to: ReplyTargets = NOWHERE,
+        nsa_id: str | None = None,
     ) -> None:
         self.service = service
         self.network = network
@@ -93,10 +95,13 @@ class Provider:
         self.hold = hold
         self.reply_to = reply_to
         """Where SOAP requesters may have confirmations sent (none: every replyTo refused)."""
-        self.nsa_id = f"{network}:nsa"
-        """This provider's NSA, as it names itself in what it sends unasked."""
+        self.nsa_id = nsa_id or f"{network}:nsa"
+        """This provider's NSA identifier (`serve --nsi-nsa-id`): how it names itself in
+        its Faults and in what it sends unasked."""
         self.notifications = Notifications(service.db, self.nsa_id, hold)
         service.transitions.watchers["nsi"] = self.notifications.note
+        self.results = Results(service.db)
+        """The confirmations given for each connection's requests (SOAP's queryResult)."""
 
     def reserve(self, actor: User, request: ReserveRequest) -> Connection:
         """Hold the bandwidth between two STPs of this network; `UnavailableError` (with
@@ -208,6 +213,14 @@ class Provider:
         notificationIds, inclusive; None: from the oldest, to the newest), oldest first."""
         self.get(actor, connection_id)  # NotFoundError unless `actor` may see it
         return self.notifications.of(connection_id, first, last)
+
+    def results_of(
+        self, actor: User, connection_id: str, first: int | None = None, last: int | None = None
+    ) -> list[Result]:
+        """The confirmations given for the connection's requests, `first` to `last`
+        (resultIds, inclusive; None: from the oldest, to the newest), oldest first."""
+        self.get(actor, connection_id)  # NotFoundError unless `actor` may see it
+        return self.results.of(connection_id, first, last)
 
     def connections(self, actor: User, limit: int = 100, offset: int = 0) -> Sequence[Connection]:
         query = select(NsiConnection).join(Reservation).order_by(NsiConnection.created_at)

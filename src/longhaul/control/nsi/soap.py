@@ -22,6 +22,7 @@ from longhaul.control.nsi.notifications import (
 from longhaul.control.nsi.provider import (
     Connection,
 )
+from longhaul.control.nsi.results import Result
 from longhaul.control.nsi.states import ConnectionStates, ProvisionState
 
 SOAP_ENV: Final = "http://schemas.xmlsoap.org/soap/envelope/"
@@ -167,14 +168,28 @@ class NotificationQuery:
     last: int | None = None
 
 
-NsiRequest = Reserve | Modify | Act | Query | NotificationQuery
+@dataclass(frozen=True)
+class ResultQuery:
+    """queryResult or queryResultSync: the confirmations given for a connection's
+    requests, from `first` to `last` (resultIds, inclusive; None: the oldest, the newest)."""
+
+    operation: str
+    connection_id: str
+    first: int | None = None
+    last: int | None = None
+
+
+NsiRequest = Reserve | Modify | Act | Query | NotificationQuery | ResultQuery
 
 ACTS: Final = ("reserveCommit", "reserveAbort", "provision", "release", "terminate")
 QUERIES: Final = ("querySummary", "querySummarySync")
 NOTIFICATION_QUERIES: Final = ("queryNotification", "queryNotificationSync")
-ANSWERED_AT_REPLY_TO: Final = ("querySummary", "queryNotification")
+RESULT_QUERIES: Final = ("queryResult", "queryResultSync")
+ANSWERED_AT_REPLY_TO: Final = ("querySummary", "queryNotification", "queryResult")
 """The queries whose answer is a confirmation sent to replyTo, which they need."""
-NOT_IMPLEMENTED_HERE: Final = ("queryRecursive", "queryResult", "queryResultSync")
+SYNCHRONOUS_QUERIES: Final = ("querySummarySync", "queryNotificationSync", "queryResultSync")
+"""The queries answered in the response; their WSDL's Fault is an `nsi:error`."""
+NOT_IMPLEMENTED_HERE: Final = ("queryRecursive",)
 
 _PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
@@ -250,6 +265,13 @@ def parse_request(element: etree._Element) -> NsiRequest:
             _required(element, "connectionId"),
             first=_optional_integer(element, "startNotificationId"),
             last=_optional_integer(element, "endNotificationId"),
+        )
+    if operation in RESULT_QUERIES:
+        return ResultQuery(
+            operation,
+            _required(element, "connectionId"),
+            first=_optional_integer(element, "startResultId"),
+            last=_optional_integer(element, "endResultId"),
         )
     if operation in NOT_IMPLEMENTED_HERE:
         raise NsiError(
@@ -478,6 +500,19 @@ def query_notification_confirmed(
     element = _nsi(name)
     for notification in notifications:
         element.append(notification_element(notification))
+    return element
+
+
+def query_result_confirmed(name: str, results: Iterable[Result]) -> etree._Element:
+    """queryResultConfirmed or queryResultSyncConfirmed (QueryResultConfirmedType): each
+    confirmation as it was given, with its resultId, correlationId and time."""
+    element = _nsi(name)
+    for result in results:
+        entry = etree.SubElement(element, "result")
+        _add(entry, "resultId", str(result.result_id))
+        _add(entry, "correlationId", result.correlation_id)
+        _add(entry, "timeStamp", instant(result.at))
+        entry.append(etree.fromstring(result.confirmation, _PARSER))
     return element
 
 

@@ -1,6 +1,7 @@
-"""NSI notifications: where each connection's requester wants them (its reserve's
-replyTo), and the notifications themselves, numbered per connection, with what their
-sending has come to.
+"""NSI notifications and results: where each connection's requester wants notifications
+(its reserve's replyTo), the notifications themselves, numbered per connection, with
+what their sending has come to; and the confirmations given for each connection, for
+queryResult.
 
 Revision ID: 0013
 Revises: 0012
@@ -43,9 +44,20 @@ def upgrade() -> None:
         sa.UniqueConstraint("connection_id", "notification_id", name="uq_nsi_notifications_number"),
     )
     op.create_index("ix_nsi_notifications_undelivered", "nsi_notifications", ["delivered_at", "id"])
+    op.create_table(
+        "nsi_results",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        sa.Column("connection_id", sa.String(64), nullable=False),
+        sa.Column("result_id", sa.Integer(), nullable=False),
+        sa.Column("correlation_id", sa.String(255), nullable=False),
+        sa.Column("at", UTCDateTime(), nullable=False),
+        sa.Column("confirmation", sa.Text(), nullable=False),
+        sa.UniqueConstraint("connection_id", "result_id", name="uq_nsi_results_number"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("nsi_results")
     op.drop_index("ix_nsi_notifications_undelivered", "nsi_notifications")
     op.drop_table("nsi_notifications")
     with op.batch_alter_table("nsi_connections") as batch:
