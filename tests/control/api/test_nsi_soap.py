@@ -95,8 +95,10 @@ def _error_id(answer: etree._Element) -> str | None:
 
 def test_refusals_are_faults_with_gfd_212_error_ids(api, alice):
     assert _error_id(_post(api, alice, b"<not xml")[1]) == "00100"
-    status, answer = _post(api, alice, envelope("<nsi:queryRecursive/>"))
-    assert (status, _error_id(answer)) == (500, "00103")
+    status, answer = _post(api, alice, envelope("<nsi:reserveConfirmed/>"))
+    assert (status, _error_id(answer)) == (500, "00100")  # a requester's, not a request
+    # queryRecursive answers at replyTo only.
+    assert _error_id(_post(api, alice, envelope("<nsi:queryRecursive/>"))[1]) == "00101"
     # querySummary and queryNotification answer at replyTo only.
     assert _error_id(_post(api, alice, envelope("<nsi:querySummary/>"))[1]) == "00101"
     notifications = "<nsi:queryNotification><connectionId>c</connectionId></nsi:queryNotification>"
@@ -550,3 +552,15 @@ def test_each_confirmation_is_kept_for_query_result(soap):
     confirmed = soap.requester.next().find(f".//{{{TYPES}}}queryResultConfirmed")
     assert [r.findtext("resultId") for r in confirmed.findall("result")] == ["1"]
     soap.call("terminate", connectionId=cid)
+
+
+def test_query_recursive_answers_at_reply_to(soap):
+    cid = soap.reserve(mbps=150, days=5)
+    soap.call("queryRecursive", soap.requester.url, connectionId=[cid])
+    confirmed = soap.requester.next().find(f".//{{{TYPES}}}queryRecursiveConfirmed")
+    (reservation,) = confirmed.findall("reservation")
+    assert reservation.findtext("connectionId") == cid
+    assert reservation.findtext("connectionStates/reservationState") == "ReserveHeld"
+    assert reservation.find(f"criteria/{{{P2P}}}p2ps/capacity").text == "150"
+    assert reservation.find("criteria/children") is None  # this domain's alone
+    soap.call("reserveAbort", connectionId=cid)

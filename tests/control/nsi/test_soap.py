@@ -44,6 +44,7 @@ from longhaul.control.nsi.soap import (
 from longhaul.control.nsi.states import (
     ConnectionStates,
     LifecycleState,
+    ProvisionState,
     ReservationState,
 )
 
@@ -298,7 +299,9 @@ def test_notifications_carry_what_their_types_define():
 
 
 def test_what_the_binding_builds_is_valid_by_the_shipped_schemas(schema):
-    child = Child(0, "c-1", "urn:ogf:network:es.net:2026:esnet", "urn:a:1", "urn:a:2", 1000)
+    up = ConnectionStates(ReservationState.START, ProvisionState.PROVISIONED,
+                          LifecycleState.CREATED, True)  # fmt: skip
+    child = Child(0, "c-1", "urn:ogf:network:es.net:2026:esnet", "urn:a:1", "urn:a:2", 1000, up)
     built = [
         nsi_xml.reserve_response("c-1"),
         nsi_xml.acknowledgment(),
@@ -320,6 +323,7 @@ def test_what_the_binding_builds_is_valid_by_the_shipped_schemas(schema):
         nsi_xml.query_notification_confirmed("queryNotificationSyncConfirmed", NOTIFICATIONS),
         nsi_xml.query_notification_confirmed("queryNotificationConfirmed", []),
         nsi_xml.query_result_confirmed("queryResultSyncConfirmed", RESULTS),
+        nsi_xml.query_recursive_confirmed([_summary(False, (child,)), _summary(held=True)]),
     ]
     for element in built:
         assert schema.validate(etree.fromstring(etree.tostring(element))), schema.error_log
@@ -352,3 +356,19 @@ def test_entities_are_not_expanded():
     with pytest.raises(NsiError) as refused:  # the entity stays unexpanded: no correlationId
         nsi_xml.parse_envelope(message)
     assert refused.value.error_id == "00101"
+
+
+def test_query_recursive_gives_each_child_its_states_and_criteria():
+    up = ConnectionStates(ReservationState.START, ProvisionState.PROVISIONED,
+                          LifecycleState.CREATED, True)  # fmt: skip
+    child = Child(1, "c-9", "urn:ogf:network:es.net:2026:esnet", "urn:a:1", "urn:a:2", 500, up)
+    built = nsi_xml.query_recursive_confirmed([_summary(False, (child,))])
+    entry = built.find("reservation/criteria/children/child")
+    assert entry.get("order") == "1"
+    assert entry.findtext("providerNSA") == "urn:ogf:network:es.net:2026:esnet"
+    assert entry.findtext("connectionStates/provisionState") == "Provisioned"
+    assert entry.findtext("connectionStates/dataPlaneStatus/active") == "true"
+    assert entry.find(f"criteria/{{{P2P}}}p2ps/sourceSTP").text == "urn:a:1"
+    assert entry.findtext("criteria/schedule/startTime") == built.findtext(
+        "reservation/criteria/schedule/startTime"
+    )

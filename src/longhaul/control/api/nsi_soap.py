@@ -6,7 +6,7 @@ unchanged in `longhaul/data/nsi`).
   service address this server's; the schemas it imports are served beside it by their
   file names, so a SOAP client can load the whole of it from here.
 - `POST /api/v1/nsi/soap/provider`: SOAP 1.1 requests (reserve, reserveCommit,
-  reserveAbort, provision, release, terminate, querySummary(Sync),
+  reserveAbort, provision, release, terminate, querySummary(Sync), queryRecursive,
   queryNotification(Sync), queryResult(Sync)), signed in as the REST API is (a bearer
   token or a client certificate).
 
@@ -28,11 +28,15 @@ queryNotification(Sync).
 Each confirmation of a request naming a connection is also kept, as sent, and read back
 with queryResult(Sync) (`longhaul.control.nsi.results`).
 
-Not done: queryRecursive is refused as not implemented (00103);
-a connection across domains has no notifications of its own (each domain keeps its
-segment's); an ero is refused (longhaul chooses the path); a modify changes the capacity and the end
-time only (the STPs of a p2ps in it are not read); the version numbers a requester sends
-are not kept (longhaul numbers versions itself: 0, then one more per modify committed).
+queryRecursive answers as querySummary does, at replyTo, each child of a connection
+across domains with its states and criteria (one level: a peer domain aggregates
+nothing further).
+
+Not done: a connection across domains has no notifications of its own (each domain
+keeps its segment's); an ero is refused (longhaul chooses the path); a modify changes the
+capacity and the end time only (the STPs of a p2ps in it are not read); the version
+numbers a requester sends are not kept (longhaul numbers versions itself: 0, then one
+more per modify committed).
 
 The XML mapping is `longhaul.control.nsi.soap`'s pure functions, from elements to
 dataclasses and back; this module is the endpoint that calls the provider with them.
@@ -205,7 +209,13 @@ def summary_of_aggregate(aggregate: Aggregate) -> soap.Summary:
     children = tuple(
         # A peer is known by its network's identifier; its NSA's is not recorded.
         soap.Child(
-            order, s.connection_id, s.network, s.source_stp, s.dest_stp, aggregate.capacity_mbps
+            order,
+            s.connection_id,
+            s.network,
+            s.source_stp,
+            s.dest_stp,
+            aggregate.capacity_mbps,
+            s.states,
         )
         for order, s in enumerate(aggregate.segments)
     )
@@ -413,6 +423,8 @@ async def _perform(
             return soap.query_result_confirmed("queryResultSyncConfirmed", results), None
         return soap.acknowledgment(), soap.query_result_confirmed("queryResultConfirmed", results)
     summaries = await _summaries(nsi, aggregator, user, call)
+    if call.operation == "queryRecursive":
+        return soap.acknowledgment(), soap.query_recursive_confirmed(summaries)
     if call.operation == "querySummarySync":
         return soap.query_summary_confirmed("querySummarySyncConfirmed", summaries), None
     return soap.acknowledgment(), soap.query_summary_confirmed("querySummaryConfirmed", summaries)

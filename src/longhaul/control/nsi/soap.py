@@ -6,7 +6,7 @@ dataclasses, answers and Faults built from them. Pure functions, no I/O: the end
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -149,8 +149,8 @@ class Act:
 
 @dataclass(frozen=True)
 class Query:
-    """querySummary or querySummarySync: these connections (by id or global reservation
-    id), or all of the requester's when neither is given."""
+    """querySummary, querySummarySync or queryRecursive: these connections (by id or
+    global reservation id), or all of the requester's when neither is given."""
 
     operation: str
     connection_ids: tuple[str, ...] = ()
@@ -182,14 +182,18 @@ class ResultQuery:
 NsiRequest = Reserve | Modify | Act | Query | NotificationQuery | ResultQuery
 
 ACTS: Final = ("reserveCommit", "reserveAbort", "provision", "release", "terminate")
-QUERIES: Final = ("querySummary", "querySummarySync")
+QUERIES: Final = ("querySummary", "querySummarySync", "queryRecursive")
 NOTIFICATION_QUERIES: Final = ("queryNotification", "queryNotificationSync")
 RESULT_QUERIES: Final = ("queryResult", "queryResultSync")
-ANSWERED_AT_REPLY_TO: Final = ("querySummary", "queryNotification", "queryResult")
+ANSWERED_AT_REPLY_TO: Final = (
+    "querySummary",
+    "queryRecursive",
+    "queryNotification",
+    "queryResult",
+)
 """The queries whose answer is a confirmation sent to replyTo, which they need."""
 SYNCHRONOUS_QUERIES: Final = ("querySummarySync", "queryNotificationSync", "queryResultSync")
 """The queries answered in the response; their WSDL's Fault is an `nsi:error`."""
-NOT_IMPLEMENTED_HERE: Final = ("queryRecursive",)
 
 _PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
@@ -272,12 +276,6 @@ def parse_request(element: etree._Element) -> NsiRequest:
             _required(element, "connectionId"),
             first=_optional_integer(element, "startResultId"),
             last=_optional_integer(element, "endResultId"),
-        )
-    if operation in NOT_IMPLEMENTED_HERE:
-        raise NsiError(
-            NOT_IMPLEMENTED,
-            f"{operation} is not implemented by this provider",
-            Variable("operation", operation),
         )
     raise NsiError(PAYLOAD_ERROR, f"{operation} is not a request a provider answers")
 
@@ -386,6 +384,8 @@ class Child:
     source_stp: str
     dest_stp: str
     capacity_mbps: int
+    states: ConnectionStates | None = None
+    """Its states, as its domain reported them (what queryRecursive tells of a child)."""
 
 
 @dataclass(frozen=True)
@@ -455,6 +455,20 @@ def reserve_confirmed(summary: Summary) -> etree._Element:
 
 def query_summary_confirmed(name: str, summaries: Iterable[Summary]) -> etree._Element:
     """querySummaryConfirmed or querySummarySyncConfirmed (QuerySummaryConfirmedType)."""
+    return _reservations(name, summaries, criteria_element)
+
+
+def query_recursive_confirmed(summaries: Iterable[Summary]) -> etree._Element:
+    """queryRecursiveConfirmed (QueryRecursiveConfirmedType): as a summary, each child of
+    a connection across domains with its own states and criteria. Every domain longhaul
+    aggregates is a provider of one segment (none aggregates further), so the tree is one
+    level deep."""
+    return _reservations("queryRecursiveConfirmed", summaries, recursive_criteria_element)
+
+
+def _reservations(
+    name: str, summaries: Iterable[Summary], criteria_of: Callable[[Criteria], etree._Element]
+) -> etree._Element:
     element = _nsi(name)
     for summary in summaries:
         reservation = etree.SubElement(element, "reservation")
@@ -462,9 +476,35 @@ def query_summary_confirmed(name: str, summaries: Iterable[Summary]) -> etree._E
         _add_optional(reservation, "globalReservationId", summary.global_reservation_id)
         _add_optional(reservation, "description", summary.description)
         for criteria in summary.criteria:
-            reservation.append(criteria_element(criteria))
+            reservation.append(criteria_of(criteria))
         _add(reservation, "requesterNSA", summary.requester_nsa)
         reservation.append(states_element(summary.states, summary.version))
+    return element
+
+
+def recursive_criteria_element(criteria: Criteria) -> etree._Element:
+    """A QueryRecursiveResultCriteriaType: a summary's criteria whose children carry their
+    states and their own criteria (same schedule, their STPs)."""
+    element = _criteria_head(criteria)
+    if criteria.children:
+        children = etree.SubElement(element, "children")
+        for child in criteria.children:
+            entry = etree.SubElement(children, "child", order=str(child.order))
+            _add(entry, "connectionId", child.connection_id)
+            _add(entry, "providerNSA", child.provider_nsa)
+            if child.states is None:
+                raise ValueError(f"child {child.connection_id} has no states to report")
+            entry.append(states_element(child.states, criteria.version))
+            own = Criteria(
+                criteria.version,
+                criteria.start,
+                criteria.end,
+                child.capacity_mbps,
+                child.source_stp,
+                child.dest_stp,
+            )
+            entry.append(recursive_criteria_element(own))
+    element.append(p2ps_element(criteria.capacity_mbps, criteria.source_stp, criteria.dest_stp))
     return element
 
 
@@ -517,11 +557,7 @@ def query_result_confirmed(name: str, results: Iterable[Result]) -> etree._Eleme
 
 
 def criteria_element(criteria: Criteria) -> etree._Element:
-    element = etree.Element("criteria", version=str(criteria.version))
-    schedule = etree.SubElement(element, "schedule")
-    _add(schedule, "startTime", instant(criteria.start))
-    _add(schedule, "endTime", instant(criteria.end))
-    _add(element, "serviceType", SERVICE_TYPE)
+    element = _criteria_head(criteria)
     if criteria.children:
         children = etree.SubElement(element, "children")
         for child in criteria.children:
@@ -531,6 +567,16 @@ def criteria_element(criteria: Criteria) -> etree._Element:
             _add(entry, "serviceType", SERVICE_TYPE)
             entry.append(p2ps_element(child.capacity_mbps, child.source_stp, child.dest_stp))
     element.append(p2ps_element(criteria.capacity_mbps, criteria.source_stp, criteria.dest_stp))
+    return element
+
+
+def _criteria_head(criteria: Criteria) -> etree._Element:
+    """A criteria's version, schedule and service type: what every kind of it begins with."""
+    element = etree.Element("criteria", version=str(criteria.version))
+    schedule = etree.SubElement(element, "schedule")
+    _add(schedule, "startTime", instant(criteria.start))
+    _add(schedule, "endTime", instant(criteria.end))
+    _add(element, "serviceType", SERVICE_TYPE)
     return element
 
 
