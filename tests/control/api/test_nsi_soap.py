@@ -208,6 +208,18 @@ def test_a_connection_across_domains_goes_to_the_aggregator(api, alice):
         ("reserve", f"{NETWORK}:ORNL?vlan=1779", f"{far}:NERSC?vlan=200-209"),
         ("reserve-commit", "agg-1"),
     ]
+    # Its notifications and results: none of its own kept here for the first, the
+    # confirmations this provider gave for the second.
+    ask = "<connectionId>agg-1</connectionId>"
+    _, told = _post(
+        api, alice, envelope(f"<nsi:queryNotificationSync>{ask}</nsi:queryNotificationSync>")
+    )
+    assert told.find(f".//{{{TYPES}}}queryNotificationSyncConfirmed") is not None
+    assert len(told.find(f".//{{{TYPES}}}queryNotificationSyncConfirmed")) == 0
+    _, kept = _post(api, alice, envelope(f"<nsi:queryResultSync>{ask}</nsi:queryResultSync>"))
+    results = kept.find(f".//{{{TYPES}}}queryResultSyncConfirmed")
+    assert [r.findtext("resultId") for r in results.findall("result")] == ["1", "2"]
+    assert results.find(f"result/{{{TYPES}}}reserveCommitConfirmed") is not None
     _, answer = _post(
         api,
         alice,

@@ -155,6 +155,15 @@ def test_a_circuit_across_three_domains(domains: dict[str, Domain]) -> None:
     act("release")
     down = _until(lambda: aggregate_state()["provision_state"] == "Released")
     assert down, aggregate_state()
+    # Each domain told of its own segment's circuit coming up and going down; the
+    # aggregate keeps none of its own.
+    for domain, segment in zip((usn, esnet), committed["segments"][1:], strict=True):
+        path = f"/api/v1/nsi/connections/{segment['connection_id']}/notifications"
+        told = _until(lambda path=path, domain=domain: len(domain.call("GET", path).json()) == 2)
+        assert told, domain.call("GET", path).text
+        active = [n["detail"]["active"] for n in domain.call("GET", path).json()]
+        assert active == [True, False]
+    assert cheetah.call("GET", f"/api/v1/nsi/connections/{cid}/notifications").json() == []
     assert act("terminate")["lifecycle_state"] in ("Terminating", "Terminated")
     ended = _until(lambda: aggregate_state()["lifecycle_state"] == "Terminated")
     assert ended, aggregate_state()

@@ -241,6 +241,7 @@ class NotificationOut(BaseModel):
 async def notifications(
     user: CurrentUser,
     nsi: ProviderDep,
+    aggregator: AggregatorDep,
     connection_id: ConnectionId,
     start: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     end: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
@@ -248,6 +249,9 @@ async def notifications(
     """The connection's notifications, `start` to `end` (notification ids, inclusive;
     by default all), oldest first (NSI queryNotificationSync). A connection across
     domains has none of its own: each domain keeps its segment's."""
+    if aggregator is not None and aggregator.has(connection_id):
+        await run_in_threadpool(aggregator.get, user, connection_id)  # 404 unless theirs
+        return []
     return [
         NotificationOut(notification_id=n.notification_id, kind=n.kind, at=n.at, detail=n.detail)
         for n in nsi.notifications_of(user, connection_id, start, end)

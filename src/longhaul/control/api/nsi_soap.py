@@ -333,11 +333,7 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
         return _refusal(exc, nsi, header, call)
     _audit(request, user, call, header)
     if confirmation is not None and not _is_query(call):
-        # Kept for queryResult, as sent (or as it would have been, without a replyTo).
-        connection_id = _connection_id(call) or confirmation.findtext("connectionId") or ""
-        at = request.app.state.service.clock()
-        kept = etree.tostring(confirmation)
-        await run_in_threadpool(nsi.results.add, connection_id, header.correlation_id, at, kept)
+        await _keep_result(request, nsi, call, header, confirmation)
     response = _xml(soap.envelope(soap.header_element(header, header.protocol_version), answer))
     if header.reply_to and confirmation is not None:
         message = soap.envelope(soap.header_element(header, soap.REQUESTER_PROTOCOL), confirmation)
@@ -407,8 +403,12 @@ async def _perform(
             f"{call.operation}Confirmed", call.connection_id
         )
     if isinstance(call, soap.NotificationQuery):
-        # A connection this domain aggregates has none of its own: its domains' are theirs.
-        found = nsi.notifications_of(user, call.connection_id, call.first, call.last)
+        if aggregator is not None and aggregator.has(call.connection_id):
+            # One this domain aggregates has none of its own: its domains keep theirs.
+            await run_in_threadpool(aggregator.get, user, call.connection_id)  # may they see it
+            found = []
+        else:
+            found = nsi.notifications_of(user, call.connection_id, call.first, call.last)
         if call.operation == "queryNotificationSync":
             return soap.query_notification_confirmed("queryNotificationSyncConfirmed", found), None
         confirmed = soap.query_notification_confirmed("queryNotificationConfirmed", found)
@@ -548,6 +548,25 @@ def _provider_call(nsi: Provider, operation: str) -> Callable[[User, str], Conne
         "terminate": nsi.terminate,
     }
     return calls[operation]
+
+
+async def _keep_result(
+    request: Request,
+    nsi: Provider,
+    call: soap.NsiRequest,
+    header: soap.NsiHeader,
+    confirmation: etree._Element,
+) -> None:
+    """Keep the confirmation for queryResult, as sent (or as it would have been, without a
+    replyTo). The request is done whatever happens here: a failure is logged, not
+    answered as the request's."""
+    connection_id = _connection_id(call) or confirmation.findtext("connectionId") or ""
+    at = request.app.state.service.clock()
+    kept = etree.tostring(confirmation)
+    try:
+        await run_in_threadpool(nsi.results.add, connection_id, header.correlation_id, at, kept)
+    except Exception:
+        log.exception("keeping the result of %s for %s failed", _operation(call), connection_id)
 
 
 def _is_query(call: soap.NsiRequest) -> bool:
