@@ -31,12 +31,11 @@ from longhaul.control.nsi.soap import (
     Child,
     Criteria,
     Modify,
-    NotificationQuery,
     NsiError,
     NsiHeader,
     Query,
+    RangedQuery,
     Reserve,
-    ResultQuery,
     ServiceException,
     Summary,
     Variable,
@@ -157,18 +156,18 @@ def test_the_other_requests_are_read():
     assert refused.value.error_id == "00101"
     ranged = "<connectionId>c-1</connectionId><startNotificationId>2</startNotificationId>"
     assert read(f"<nsi:queryNotificationSync>{ranged}</nsi:queryNotificationSync>") == (
-        NotificationQuery("queryNotificationSync", "c-1", first=2)
+        RangedQuery("queryNotificationSync", "c-1", first=2)
     )
     whole = "<connectionId>c-1</connectionId><endNotificationId>7</endNotificationId>"
     assert read(f"<nsi:queryNotification>{whole}</nsi:queryNotification>") == (
-        NotificationQuery("queryNotification", "c-1", last=7)
+        RangedQuery("queryNotification", "c-1", last=7)
     )
     with pytest.raises(NsiError) as refused:
         read("<nsi:queryNotificationSync/>")
     assert refused.value.error_id == "00101"
     results = "<connectionId>c-1</connectionId><endResultId>3</endResultId>"
     assert read(f"<nsi:queryResultSync>{results}</nsi:queryResultSync>") == (
-        ResultQuery("queryResultSync", "c-1", last=3)
+        RangedQuery("queryResultSync", "c-1", last=3)
     )
 
 

@@ -311,7 +311,7 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
         if refused is not None:
             raise refused
         if (
-            isinstance(call, soap.Query | soap.NotificationQuery | soap.ResultQuery)
+            isinstance(call, soap.Query | soap.RangedQuery)
             and call.operation in soap.ANSWERED_AT_REPLY_TO
             and not header.reply_to
         ):
@@ -352,8 +352,10 @@ def _refusal(
     detail = service_exception(exc, nsi.nsa_id, _connection_id(call))
     if detail.error_id == soap.INTERNAL_ERROR and not isinstance(exc, soap.NsiError | PeerError):
         log.exception("NSI SOAP request failed")
-    queries = soap.Query | soap.NotificationQuery | soap.ResultQuery
-    sync_query = isinstance(call, queries) and call.operation in soap.SYNCHRONOUS_QUERIES
+    sync_query = (
+        isinstance(call, soap.Query | soap.RangedQuery)
+        and call.operation in soap.SYNCHRONOUS_QUERIES
+    )
     answered = None if header is None else soap.header_element(header, header.protocol_version)
     return _xml(soap.envelope(answered, soap.fault(detail, sync_query)), 500)
 
@@ -402,7 +404,7 @@ async def _perform(
         return soap.acknowledgment(), soap.generic_confirmed(
             f"{call.operation}Confirmed", call.connection_id
         )
-    if isinstance(call, soap.NotificationQuery):
+    if isinstance(call, soap.RangedQuery) and not call.of_results:
         if aggregator is not None and aggregator.has(call.connection_id):
             # One this domain aggregates has none of its own: its domains keep theirs.
             await run_in_threadpool(aggregator.get, user, call.connection_id)  # may they see it
@@ -413,7 +415,7 @@ async def _perform(
             return soap.query_notification_confirmed("queryNotificationSyncConfirmed", found), None
         confirmed = soap.query_notification_confirmed("queryNotificationConfirmed", found)
         return soap.acknowledgment(), confirmed
-    if isinstance(call, soap.ResultQuery):
+    if isinstance(call, soap.RangedQuery):
         if aggregator is not None and aggregator.has(call.connection_id):
             await run_in_threadpool(aggregator.get, user, call.connection_id)  # may they see it
             results = nsi.results.of(call.connection_id, call.first, call.last)
@@ -570,11 +572,11 @@ async def _keep_result(
 
 
 def _is_query(call: soap.NsiRequest) -> bool:
-    return isinstance(call, soap.Query | soap.NotificationQuery | soap.ResultQuery)
+    return isinstance(call, soap.Query | soap.RangedQuery)
 
 
 def _connection_id(call: soap.NsiRequest | None) -> str | None:
-    named = soap.Modify | soap.Act | soap.NotificationQuery | soap.ResultQuery
+    named = soap.Modify | soap.Act | soap.RangedQuery
     return call.connection_id if isinstance(call, named) else None
 
 

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from longhaul.control.db import NSI_CONNECTIONS, NSI_NOTIFICATIONS, Reservation
 from longhaul.control.lifecycle import State
+from longhaul.control.nsi.numbered import between, next_number
 from longhaul.control.work import CHANGE_EXPIRED
 from longhaul.db import Database
 
@@ -112,16 +113,12 @@ class Notifications:
         ).first()
         if row is None:
             return
-        n = NSI_NOTIFICATIONS.c
-        last = session.scalar(
-            select(func.coalesce(func.max(n.notification_id), 0)).where(
-                n.connection_id == row.connection_id
-            )
-        )
         session.execute(
             insert(NSI_NOTIFICATIONS).values(
                 connection_id=row.connection_id,
-                notification_id=int(last or 0) + 1,
+                notification_id=next_number(
+                    session, NSI_NOTIFICATIONS.c.notification_id, row.connection_id
+                ),
                 kind=found.kind,
                 at=reservation.updated_at,
                 detail=self._detail(found, row.connection_id, row.version, reason),
@@ -152,14 +149,7 @@ class Notifications:
         """A connection's notifications, `first` to `last` (inclusive; None: from the
         oldest, to the newest), oldest first. Whether the asker may see the connection
         is the caller's to check."""
-        n = NSI_NOTIFICATIONS.c
-        query = select(NSI_NOTIFICATIONS).where(n.connection_id == connection_id)
-        if first is not None:
-            query = query.where(n.notification_id >= first)
-        if last is not None:
-            query = query.where(n.notification_id <= last)
-        with self.db.read() as session:
-            rows = session.execute(query.order_by(n.notification_id)).all()
+        rows = between(self.db, NSI_NOTIFICATIONS.c.notification_id, connection_id, first, last)
         return [notification_of(row) for row in rows]
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert
 
 from longhaul.control.db import NSI_RESULTS
+from longhaul.control.nsi.numbered import between, next_number
 from longhaul.db import Database
 
 
@@ -39,14 +40,8 @@ class Results:
         self, connection_id: str, correlation_id: str, at: datetime, confirmation: bytes
     ) -> int:
         """Keep a confirmation given for `connection_id`; its resultId."""
-        r = NSI_RESULTS.c
         with self.db.write() as session:
-            last = session.scalar(
-                select(func.coalesce(func.max(r.result_id), 0)).where(
-                    r.connection_id == connection_id
-                )
-            )
-            result_id = int(last or 0) + 1
+            result_id = next_number(session, NSI_RESULTS.c.result_id, connection_id)
             session.execute(
                 insert(NSI_RESULTS).values(
                     connection_id=connection_id,
@@ -62,14 +57,7 @@ class Results:
         """A connection's results, `first` to `last` (inclusive; None: from the oldest, to
         the newest), oldest first. Whether the asker may see the connection is the
         caller's to check."""
-        r = NSI_RESULTS.c
-        query = select(NSI_RESULTS).where(r.connection_id == connection_id)
-        if first is not None:
-            query = query.where(r.result_id >= first)
-        if last is not None:
-            query = query.where(r.result_id <= last)
-        with self.db.read() as session:
-            rows = session.execute(query.order_by(r.result_id)).all()
+        rows = between(self.db, NSI_RESULTS.c.result_id, connection_id, first, last)
         return [
             Result(row.result_id, row.correlation_id, row.at, row.confirmation.encode())
             for row in rows

@@ -158,28 +158,22 @@ class Query:
 
 
 @dataclass(frozen=True)
-class NotificationQuery:
-    """queryNotification or queryNotificationSync: a connection's notifications, from
-    `first` to `last` (notificationIds, inclusive; None: the oldest, the newest)."""
+class RangedQuery:
+    """queryNotification(Sync) or queryResult(Sync): a connection's notifications, or the
+    confirmations given for its requests, from `first` to `last` (their notificationIds
+    or resultIds, inclusive; None: the oldest, the newest)."""
 
     operation: str
     connection_id: str
     first: int | None = None
     last: int | None = None
 
-
-@dataclass(frozen=True)
-class ResultQuery:
-    """queryResult or queryResultSync: the confirmations given for a connection's
-    requests, from `first` to `last` (resultIds, inclusive; None: the oldest, the newest)."""
-
-    operation: str
-    connection_id: str
-    first: int | None = None
-    last: int | None = None
+    @property
+    def of_results(self) -> bool:
+        return self.operation in RESULT_QUERIES
 
 
-NsiRequest = Reserve | Modify | Act | Query | NotificationQuery | ResultQuery
+NsiRequest = Reserve | Modify | Act | Query | RangedQuery
 
 ACTS: Final = ("reserveCommit", "reserveAbort", "provision", "release", "terminate")
 QUERIES: Final = ("querySummary", "querySummarySync", "queryRecursive")
@@ -263,19 +257,13 @@ def parse_request(element: etree._Element) -> NsiRequest:
             connection_ids=tuple(_texts(element, "connectionId")),
             global_reservation_ids=tuple(_texts(element, "globalReservationId")),
         )
-    if operation in NOTIFICATION_QUERIES:
-        return NotificationQuery(
+    if operation in NOTIFICATION_QUERIES or operation in RESULT_QUERIES:
+        ids = "ResultId" if operation in RESULT_QUERIES else "NotificationId"
+        return RangedQuery(
             operation,
             _required(element, "connectionId"),
-            first=_optional_integer(element, "startNotificationId"),
-            last=_optional_integer(element, "endNotificationId"),
-        )
-    if operation in RESULT_QUERIES:
-        return ResultQuery(
-            operation,
-            _required(element, "connectionId"),
-            first=_optional_integer(element, "startResultId"),
-            last=_optional_integer(element, "endResultId"),
+            first=_optional_integer(element, f"start{ids}"),
+            last=_optional_integer(element, f"end{ids}"),
         )
     raise NsiError(PAYLOAD_ERROR, f"{operation} is not a request a provider answers")
 
@@ -489,9 +477,7 @@ def recursive_criteria_element(criteria: Criteria) -> etree._Element:
     if criteria.children:
         children = etree.SubElement(element, "children")
         for child in criteria.children:
-            entry = etree.SubElement(children, "child", order=str(child.order))
-            _add(entry, "connectionId", child.connection_id)
-            _add(entry, "providerNSA", child.provider_nsa)
+            entry = _child_entry(children, child)
             if child.states is None:
                 raise ValueError(f"child {child.connection_id} has no states to report")
             entry.append(states_element(child.states, criteria.version))
@@ -561,13 +547,19 @@ def criteria_element(criteria: Criteria) -> etree._Element:
     if criteria.children:
         children = etree.SubElement(element, "children")
         for child in criteria.children:
-            entry = etree.SubElement(children, "child", order=str(child.order))
-            _add(entry, "connectionId", child.connection_id)
-            _add(entry, "providerNSA", child.provider_nsa)
+            entry = _child_entry(children, child)
             _add(entry, "serviceType", SERVICE_TYPE)
             entry.append(p2ps_element(child.capacity_mbps, child.source_stp, child.dest_stp))
     element.append(p2ps_element(criteria.capacity_mbps, criteria.source_stp, criteria.dest_stp))
     return element
+
+
+def _child_entry(children: etree._Element, child: Child) -> etree._Element:
+    """A child's order, connectionId and providerNSA: what both kinds of child begin with."""
+    entry = etree.SubElement(children, "child", order=str(child.order))
+    _add(entry, "connectionId", child.connection_id)
+    _add(entry, "providerNSA", child.provider_nsa)
+    return entry
 
 
 def _criteria_head(criteria: Criteria) -> etree._Element:
