@@ -9,7 +9,7 @@ thread spends idle: they were half of what a reservation request cost. Here:
 
 - the transaction begins with its first statement: BEGIN and the lock go out in that
   statement's round trip (one pipeline, one Sync);
-- rows written only to be kept (`execute_later`: a state change, nothing read back)
+- rows written only to be kept (`Under.execute_later`: a state change, nothing read back)
   go out with the next statement, or with the COMMIT;
 - a sound transaction is rolled back on libpq's connection itself (see `roll_back`).
 
@@ -58,7 +58,9 @@ class _Unsent:
 
 
 @dataclass(frozen=True)
-class _Driver:
+class Under:
+    """The driver's own connection under a session's transaction (`under`)."""
+
     transaction: Any
     connection: Any
     """The driver's own connection."""
@@ -66,41 +68,50 @@ class _Driver:
     info: dict[Any, Any]
     """SQLAlchemy's info for that connection (where `_Unsent` is kept)."""
 
-
-def dialect_of(session: Session) -> Dialect:
-    """The dialect of the connection under `session`'s transaction."""
-    return _driver(session).dialect
-
-
-def execute(session: Session, sql: str, parameters: Any) -> Any:
-    """Run `sql` under `session`'s transaction; the driver's cursor, holding its rows."""
-    found = _driver(session)
-    cursor = found.connection.cursor()
-    unsent: _Unsent | None = found.info.get(_UNSENT)
-    if not unsent:
-        cursor.execute(sql, parameters)
+    def execute(self, sql: str, parameters: Any) -> Any:
+        """Run `sql` in the transaction; the driver's cursor, holding its rows."""
+        cursor = self.connection.cursor()
+        unsent: _Unsent | None = self.info.get(_UNSENT)
+        if not unsent:
+            cursor.execute(sql, parameters)
+            return cursor
+        with self.connection.pipeline():
+            unsent.queue(self.connection)
+            cursor.execute(sql, parameters)
         return cursor
-    with found.connection.pipeline():
-        unsent.queue(found.connection)
-        cursor.execute(sql, parameters)
-    return cursor
+
+    def execute_later(self, sql: str, rows: list[Any]) -> None:
+        """Run `sql` once for each of `rows`, whose results nobody reads: in a PostgreSQL
+        write transaction, with the next statement or the COMMIT (in its round trip);
+        elsewhere at once."""
+        unsent: _Unsent | None = self.info.get(_UNSENT)
+        if unsent is None:
+            self.connection.cursor().executemany(sql, rows)
+        else:
+            unsent.rows.append((sql, rows))
 
 
-def execute_later(session: Session, sql: str, rows: list[Any]) -> None:
-    """Run `sql` once for each of `rows`, whose results nobody reads, under `session`'s
-    transaction: in a PostgreSQL write transaction, with the next statement or the
-    COMMIT (in its round trip); elsewhere at once."""
-    found = _driver(session)
-    unsent: _Unsent | None = found.info.get(_UNSENT)
-    if unsent is None:
-        found.connection.cursor().executemany(sql, rows)
-    else:
-        unsent.rows.append((sql, rows))
+def under(session: Session) -> Under:
+    """The driver's connection under `session`'s transaction (kept in the session's info
+    while that transaction lasts: looking it up through SQLAlchemy costs more than a
+    SQLite statement)."""
+    transaction = session.get_transaction()
+    found: Under | None = session.info.get(_DRIVER)
+    if found is None or found.transaction is not transaction or transaction is None:
+        found = remember(session, session.connection())
+    return found
 
 
-def remember(session: Session, connection: Connection) -> None:
-    """Note `connection` as the one under `session`'s transaction (saves looking it up)."""
-    _remember(session, connection)
+def remember(session: Session, connection: Connection) -> Under:
+    """Note `connection` as the one under `session`'s transaction."""
+    found = Under(
+        session.get_transaction(),
+        connection.connection.driver_connection,
+        connection.dialect,
+        connection.info,
+    )
+    session.info[_DRIVER] = found
+    return found
 
 
 @contextmanager
@@ -108,7 +119,7 @@ def begun_late(session: Session) -> Iterator[None]:
     """A PostgreSQL write transaction around the body: begun with its first statement,
     holding the writers' lock; nothing is sent for a body that runs none. Commit with
     `commit`, end a failed one with `roll_back`."""
-    found = _driver(session)
+    found = under(session)
     driver = found.connection
     driver.autocommit = True
     found.info[_UNSENT] = _Unsent()
@@ -124,7 +135,7 @@ def begun_late(session: Session) -> Iterator[None]:
 def commit(session: Session) -> None:
     """Commit `session`'s write transaction (`begun_late`), with what is left unsent."""
     session.flush()  # the ORM's changes, before the COMMIT
-    found = _driver(session)
+    found = under(session)
     unsent: _Unsent = found.info[_UNSENT]
     if unsent.rows:
         with found.connection.pipeline():
@@ -143,7 +154,7 @@ def roll_back(session: Session) -> None:
     `migrate`), and a statement prepared in one that is rolled back stays prepared: the
     protocol's Parse is not transactional.
     """
-    driver = _driver(session).connection
+    driver = under(session).connection
     if driver.info.transaction_status == TransactionStatus.INTRANS:
         # Should this fail, the transaction is still open: the driver's own rollback,
         # next, tries again.
@@ -161,22 +172,3 @@ def send_before_sqlalchemy(
         driver = cursor.connection
         with driver.pipeline():
             unsent.queue(driver)
-
-
-def _driver(session: Session) -> _Driver:
-    transaction = session.get_transaction()
-    found: _Driver | None = session.info.get(_DRIVER)
-    if found is None or found.transaction is not transaction or transaction is None:
-        found = _remember(session, session.connection())
-    return found
-
-
-def _remember(session: Session, connection: Connection) -> _Driver:
-    found = _Driver(
-        session.get_transaction(),
-        connection.connection.driver_connection,
-        connection.dialect,
-        connection.info,
-    )
-    session.info[_DRIVER] = found
-    return found

@@ -39,6 +39,7 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         engine = create_engine(url, pool_size=10, max_overflow=30)
+        event.listen(engine, "connect", _note_checkin)  # just opened: no ping needed
         event.listen(engine, "checkin", _note_checkin)
         event.listen(engine, "checkout", _ping_if_idle)
         event.listen(engine, "before_cursor_execute", driver.send_before_sqlalchemy)

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, configure_mappers
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
 
-from longhaul.db.driver import dialect_of, execute, execute_later
+from longhaul.db.driver import under
 from longhaul.db.engine import outside_transaction
 
 T = TypeVar("T")
@@ -84,12 +84,10 @@ class Prepared:
 
     def first(self, session: Session, **values: Any) -> Row | None:
         """The first row, or None."""
-        compiled = self.compiled(dialect_of(session))
-        return self._row(compiled, execute(session, compiled.sql, compiled.parameters(values)))
+        return self._row(*self._run(session, values))
 
     def all(self, session: Session, **values: Any) -> list[Row]:
-        compiled = self.compiled(dialect_of(session))
-        cursor = execute(session, compiled.sql, compiled.parameters(values))
+        compiled, cursor = self._run(session, values)
         return [compiled.row(found) for found in cursor.fetchall()]
 
     def scalar(self, session: Session, **values: Any) -> Any:
@@ -101,16 +99,16 @@ class Prepared:
 
     def count(self, session: Session, **values: Any) -> int:
         """Run a statement that returns nothing; how many rows it changed."""
-        compiled = self.compiled(dialect_of(session))
-        rowcount: int = execute(session, compiled.sql, compiled.parameters(values)).rowcount
+        rowcount: int = self._run(session, values)[1].rowcount
         return rowcount
 
     def later(self, session: Session, rows: Iterable[Mapping[str, Any]]) -> None:
         """Run a statement whose results nobody reads once for each of `rows`: in a
         PostgreSQL write transaction with its next statement or its COMMIT, in that round
-        trip (`longhaul.db.driver.execute_later`); elsewhere at once."""
-        compiled = self.compiled(dialect_of(session))
-        execute_later(session, compiled.sql, [compiled.parameters(r) for r in rows])
+        trip (`longhaul.db.driver.Under.execute_later`); elsewhere at once."""
+        found = under(session)
+        compiled = self.compiled(found.dialect)
+        found.execute_later(compiled.sql, [compiled.parameters(r) for r in rows])
 
     def first_on(self, engine: Engine, **values: Any) -> Row | None:
         """`first` on a connection of its own from the engine's pool, in no transaction:
@@ -126,6 +124,11 @@ class Prepared:
         if found is None:
             found = self._compiled[dialect.name] = self._compile(dialect)
         return found
+
+    def _run(self, session: Session, values: Mapping[str, Any]) -> tuple[_Compiled, Any]:
+        found = under(session)
+        compiled = self.compiled(found.dialect)
+        return compiled, found.execute(compiled.sql, compiled.parameters(values))
 
     @staticmethod
     def _row(compiled: _Compiled, cursor: Any) -> Row | None:

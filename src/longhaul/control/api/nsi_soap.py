@@ -50,7 +50,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from functools import cache
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request, Response
@@ -310,11 +310,7 @@ async def provider_endpoint(request: Request, user: CurrentUser) -> Response:
         refused = soap.unsupported(call)
         if refused is not None:
             raise refused
-        if (
-            isinstance(call, soap.Query | soap.RangedQuery)
-            and call.operation in soap.ANSWERED_AT_REPLY_TO
-            and not header.reply_to
-        ):
+        if _is_query(call) and call.operation in soap.ANSWERED_AT_REPLY_TO and not header.reply_to:
             raise soap.NsiError(
                 soap.MISSING_PARAMETER,
                 f"{call.operation} answers at replyTo: give one, or use {call.operation}Sync",
@@ -352,10 +348,7 @@ def _refusal(
     detail = service_exception(exc, nsi.nsa_id, _connection_id(call))
     if detail.error_id == soap.INTERNAL_ERROR and not isinstance(exc, soap.NsiError | PeerError):
         log.exception("NSI SOAP request failed")
-    sync_query = (
-        isinstance(call, soap.Query | soap.RangedQuery)
-        and call.operation in soap.SYNCHRONOUS_QUERIES
-    )
+    sync_query = call is not None and _is_query(call) and call.operation in soap.SYNCHRONOUS_QUERIES
     answered = None if header is None else soap.header_element(header, header.protocol_version)
     return _xml(soap.envelope(answered, soap.fault(detail, sync_query)), 500)
 
@@ -404,32 +397,35 @@ async def _perform(
         return soap.acknowledgment(), soap.generic_confirmed(
             f"{call.operation}Confirmed", call.connection_id
         )
-    if isinstance(call, soap.RangedQuery) and not call.of_results:
-        if aggregator is not None and aggregator.has(call.connection_id):
-            # One this domain aggregates has none of its own: its domains keep theirs.
-            await run_in_threadpool(aggregator.get, user, call.connection_id)  # may they see it
-            found = []
-        else:
-            found = nsi.notifications_of(user, call.connection_id, call.first, call.last)
-        if call.operation == "queryNotificationSync":
-            return soap.query_notification_confirmed("queryNotificationSyncConfirmed", found), None
-        confirmed = soap.query_notification_confirmed("queryNotificationConfirmed", found)
-        return soap.acknowledgment(), confirmed
     if isinstance(call, soap.RangedQuery):
-        if aggregator is not None and aggregator.has(call.connection_id):
-            await run_in_threadpool(aggregator.get, user, call.connection_id)  # may they see it
-            results = nsi.results.of(call.connection_id, call.first, call.last)
-        else:
-            results = nsi.results_of(user, call.connection_id, call.first, call.last)
-        if call.operation == "queryResultSync":
-            return soap.query_result_confirmed("queryResultSyncConfirmed", results), None
-        return soap.acknowledgment(), soap.query_result_confirmed("queryResultConfirmed", results)
+        return await _ranged(nsi, aggregator, user, call)
     summaries = await _summaries(nsi, aggregator, user, call)
     if call.operation == "queryRecursive":
         return soap.acknowledgment(), soap.query_recursive_confirmed(summaries)
     if call.operation == "querySummarySync":
         return soap.query_summary_confirmed("querySummarySyncConfirmed", summaries), None
     return soap.acknowledgment(), soap.query_summary_confirmed("querySummaryConfirmed", summaries)
+
+
+async def _ranged(
+    nsi: Provider, aggregator: Aggregator | None, user: User, query: soap.RangedQuery
+) -> tuple[etree._Element, etree._Element | None]:
+    """queryNotification(Sync) or queryResult(Sync): the answer, and the confirmation for
+    replyTo. A connection this domain aggregates keeps the results of its requests here
+    but no notifications of its own (its domains keep their segments')."""
+    cid, first, last = query.connection_id, query.first, query.last
+    if aggregator is not None and aggregator.has(cid):
+        await run_in_threadpool(aggregator.get, user, cid)  # NotFoundError unless theirs
+        found: list[Any] = nsi.results.of(cid, first, last) if query.of_results else []
+    elif query.of_results:
+        found = nsi.results_of(user, cid, first, last)
+    else:
+        found = nsi.notifications_of(user, cid, first, last)
+    build = soap.query_result_confirmed if query.of_results else soap.query_notification_confirmed
+    confirmed = build(f"{query.operation}Confirmed", found)
+    if query.operation in soap.SYNCHRONOUS_QUERIES:
+        return confirmed, None
+    return soap.acknowledgment(), confirmed
 
 
 async def _modify(
@@ -571,7 +567,7 @@ async def _keep_result(
         log.exception("keeping the result of %s for %s failed", _operation(call), connection_id)
 
 
-def _is_query(call: soap.NsiRequest) -> bool:
+def _is_query(call: soap.NsiRequest) -> TypeGuard[soap.Query | soap.RangedQuery]:
     return isinstance(call, soap.Query | soap.RangedQuery)
 
 
