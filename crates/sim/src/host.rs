@@ -16,6 +16,7 @@
 
 use std::any::Any;
 
+use crate::cc::Kernel;
 use crate::credit::charge_bytes;
 use crate::engine::{Ctx, Node};
 use crate::event::NodeId;
@@ -29,6 +30,8 @@ const PS_PER_NS: u64 = 1_000;
 const PS_PER_S: u128 = 1_000_000_000_000;
 /// How far ahead of the wire a sender may queue in the interface.
 pub const NIC_HORIZON_BYTES: u64 = 64 * 1024;
+/// A horizon no interface reaches (half the range, so adding the clock cannot overflow).
+const UNBOUNDED_HORIZON_PS: u64 = u64::MAX / 2;
 const NIC_TOKEN: u64 = u64::MAX;
 
 /// One end of a flow, indexed by its flow id: each [`Transport`] the simulator has, in
@@ -191,6 +194,19 @@ impl Host {
             frame_bytes,
             waiting: false,
         });
+        self
+    }
+
+    /// The interface of a host on `kernel`. ns-3's sockets hand each segment to the
+    /// device's queue as they send it (`TcpSocketBase::SendDataPacket`, through
+    /// `Ipv4L3Protocol::Send` to the device's drop-tail queue), with no TCP small queues: a
+    /// flow's whole window enters the interface at once, flows in the order they send, so
+    /// an ns-3 host has no horizon. Linux keeps `NIC_HORIZON_BYTES`.
+    #[must_use]
+    pub fn on_kernel(mut self, kernel: Kernel) -> Self {
+        if kernel == Kernel::Ns3 {
+            self.horizon_ps = UNBOUNDED_HORIZON_PS;
+        }
         self
     }
 
@@ -389,5 +405,69 @@ impl Node for Host {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{CcKind, Window};
+    use crate::engine::Sim;
+    use crate::tcp::sender::SenderConfig;
+
+    /// The interface's far side: the flow of every packet handed to it, in order.
+    #[derive(Default)]
+    struct Wire {
+        flows: Vec<u32>,
+    }
+
+    impl Node for Wire {
+        fn on_packet(&mut self, pkt: Packet, _arrive_ns: u64, _ctx: &mut Ctx<'_>) {
+            self.flows.push(pkt.flow);
+        }
+        fn on_timer(&mut self, _token: u64, _ctx: &mut Ctx<'_>) {}
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    /// Eight flows whose connections open together, ten segments each, through a
+    /// 10 Gb/s interface: the order their segments reach the wire.
+    fn order_on_the_wire(kernel: Kernel) -> Vec<u32> {
+        let senders = (0..8)
+            .map(|flow| {
+                let config = SenderConfig {
+                    mss_bytes: 1448,
+                    frame_overhead_bytes: 2,
+                    min_rto_ns: 200_000_000,
+                    snd_buf_bytes: u64::MAX / 4,
+                    transfer_bytes: None,
+                    kernel,
+                    start_ns: 0,
+                    handshake_ns: 1_000_000,
+                };
+                let cc = CcKind::Reno.build(Window::new(1448, 10.0, None), kernel);
+                Endpoint::TcpSender(TcpSender::new(flow, config, cc))
+            })
+            .collect();
+        let mut sim = Sim::new();
+        sim.add(Box::new(
+            Host::new(1, 10_000_000_000, senders).on_kernel(kernel),
+        ));
+        sim.add(Box::new(Wire::default()));
+        sim.run_until(2_000_000);
+        sim.get::<Wire>(1).expect("the wire").flows.clone()
+    }
+
+    #[test]
+    fn an_ns3_host_sends_each_window_whole_in_turn_where_linux_holds_back_and_interleaves() {
+        let in_turn: Vec<u32> = (0..8).flat_map(|f| std::iter::repeat_n(f, 10)).collect();
+        assert_eq!(order_on_the_wire(Kernel::Ns3), in_turn);
+        // 64 KiB ahead of the wire (four windows and a half), then one packet per flow
+        // in turn as the interface drains.
+        let linux = order_on_the_wire(Kernel::Linux6);
+        assert_eq!(linux.len(), 80);
+        assert_eq!(linux[..40], in_turn[..40]);
+        assert_ne!(linux, in_turn);
     }
 }

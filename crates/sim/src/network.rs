@@ -554,7 +554,9 @@ fn build(r: &ResolvedNetwork) -> Built {
             }
         }
         let rate = host.host.egress_rate_bps() as u64;
-        let node = Host::new(egress, rate, endpoints).with_flow_ids(&ends);
+        let node = Host::new(egress, rate, endpoints)
+            .on_kernel(host.host.kernel)
+            .with_flow_ids(&ends);
         assert_eq!(sim.add(Box::new(node)), h);
     }
     for _ in &r.switches {

@@ -211,11 +211,9 @@ pub fn build(r: &Resolved) -> Testbed {
     let (senders, receivers) = endpoints(r, &group_of);
 
     let mut sim = Sim::new();
-    sim.add(Box::new(Host::new(
-        fwd_id,
-        r.sender.egress_rate_bps() as u64,
-        senders,
-    )));
+    sim.add(Box::new(
+        Host::new(fwd_id, r.sender.egress_rate_bps() as u64, senders).on_kernel(r.sender.kernel),
+    ));
     let fwd = LinkConfig {
         rate_bps,
         delay_ns: one_way_ns,
@@ -276,7 +274,9 @@ fn add_receiver_and_return(
 ) {
     let rate_bps = r.receiver.egress_rate_bps() as u64;
     assert_eq!(
-        sim.add(Box::new(Host::new(receiver + 1, rate_bps, receivers))),
+        sim.add(Box::new(
+            Host::new(receiver + 1, rate_bps, receivers).on_kernel(r.receiver.kernel)
+        )),
         receiver
     );
     let rev = LinkConfig {

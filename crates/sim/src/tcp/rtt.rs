@@ -6,6 +6,7 @@
 //! 200 ms where Linux waits 227 ms.
 
 use crate::cc::Kernel;
+use crate::cc::ns3::timestamp_rtt_ns;
 
 pub const INITIAL_RTO_NS: u64 = 1_000_000_000;
 pub const MAX_RTO_NS: u64 = 120_000_000_000;
@@ -38,7 +39,15 @@ impl RttEstimator {
         self.srtt_ns
     }
 
-    pub fn sample(&mut self, rtt_ns: u64) {
+    /// Take the RTT of a segment acknowledged at `now_ns`. ns-3 measures it with
+    /// millisecond timestamps, and its timer's estimator smooths those
+    /// (`TcpSocketBase::EstimateRtt` feeds `m_rtt->Measurement`).
+    pub fn sample(&mut self, now_ns: u64, rtt_ns: u64) {
+        let rtt_ns = if self.kernel == Kernel::Ns3 {
+            timestamp_rtt_ns(now_ns, rtt_ns)
+        } else {
+            rtt_ns
+        };
         match self.srtt_ns {
             None => {
                 self.srtt_ns = Some(rtt_ns);
@@ -75,11 +84,15 @@ mod tests {
     fn follows_rfc_6298_with_the_linux_floor() {
         let mut e = RttEstimator::new(200_000_000, Kernel::Linux6);
         assert_eq!(e.rto_ns(0), INITIAL_RTO_NS);
-        e.sample(100_000_000);
+        e.sample(1_000_000_000, 100_000_000);
         // SRTT 100 ms, RTTVAR 50 ms: 100 + max(200, 200).
         assert_eq!(e.rto_ns(0), 300_000_000);
-        e.sample(100_000_000);
-        assert_eq!(e.srtt_ns(), Some(100_000_000));
+        e.sample(1_100_300_000, 100_000_000);
+        assert_eq!(
+            e.srtt_ns(),
+            Some(100_000_000),
+            "Linux takes the sample as it is"
+        );
         assert_eq!(e.rto_ns(0), 300_000_000, "floor holds");
         assert_eq!(e.rto_ns(2), 1_200_000_000, "backoff doubles");
         assert_eq!(e.rto_ns(30), MAX_RTO_NS);
@@ -88,9 +101,21 @@ mod tests {
     #[test]
     fn ns3_floors_the_whole_timeout() {
         let mut e = RttEstimator::new(200_000_000, Kernel::Ns3);
-        e.sample(26_800_000);
-        e.sample(26_800_000);
+        e.sample(26_800_000, 26_800_000);
+        e.sample(53_600_000, 26_800_000);
         assert_eq!(e.rto_ns(0), 200_000_000);
         assert_eq!(e.rto_ns(30), NS3_MAX_RTO_NS);
+    }
+
+    #[test]
+    fn ns3_smooths_millisecond_timestamps() {
+        let mut e = RttEstimator::new(200_000_000, Kernel::Ns3);
+        // 163.6 ms, sent at 0.9 ms and back at 164.5 ms: timestamps 0 and 164.
+        e.sample(164_500_000, 163_600_000);
+        assert_eq!(e.srtt_ns(), Some(164_000_000));
+        // Sent at 1.1 ms, back at 164.7: 163 ms; RTTVAR 82 then (3 * 82 + 1) / 4 ms.
+        e.sample(164_700_000, 163_600_000);
+        assert_eq!(e.srtt_ns(), Some(164_000_000 - 125_000));
+        assert_eq!(e.rto_ns(0), 163_875_000 + 4 * 61_750_000);
     }
 }

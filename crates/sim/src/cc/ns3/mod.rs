@@ -136,17 +136,24 @@ pub struct Ns3Rtt {
     srtt_ns: Option<i64>,
 }
 
+/// The RTT ns-3 measures for a segment sent `rtt_ns` before `now_ns`: the difference of
+/// two millisecond timestamps (`TcpOptionTS::NowToTsValue`, `ElapsedTimeFromTsValue`),
+/// a zero difference taken as 1 us (`TcpSocketBase::EstimateRtt`). Both the controllers'
+/// `m_lastRtt` and the retransmission timer's estimator are fed this.
+pub fn timestamp_rtt_ns(now_ns: u64, rtt_ns: u64) -> u64 {
+    let now_ms = now_ns / NS_PER_MS;
+    let sent_ms = now_ns.saturating_sub(rtt_ns) / NS_PER_MS;
+    if now_ms > sent_ms {
+        (now_ms - sent_ms) * NS_PER_MS
+    } else {
+        1_000
+    }
+}
+
 impl Ns3Rtt {
     /// Take this ACK's sample; returns the smoothed estimate after it.
     pub fn sample(&mut self, sample: &RttSample) -> u64 {
-        let now_ms = sample.now_ns / NS_PER_MS;
-        let sent_ms = sample.now_ns.saturating_sub(sample.rtt_ns) / NS_PER_MS;
-        // TcpOptionTS::ElapsedTimeFromTsValue; a zero sample becomes 1 us in EstimateRtt.
-        let m = if now_ms > sent_ms {
-            ((now_ms - sent_ms) * NS_PER_MS) as i64
-        } else {
-            1_000
-        };
+        let m = timestamp_rtt_ns(sample.now_ns, sample.rtt_ns) as i64;
         let srtt = match self.srtt_ns {
             None => m,
             // ((srtt << 3) + (m - srtt)) >> 3, an arithmetic shift as in IntegerUpdate.
