@@ -44,7 +44,7 @@ def validate(
         bool,
         typer.Option(
             "--rerun-ns3",
-            help="Run ns-3 on every case (about an hour on two cores) instead of taking the "
+            help="Run ns-3 on every case (about four hours on two cores) instead of taking the "
             "answers recorded with longhaul or cached here.",
         ),
     ] = False,
@@ -52,7 +52,7 @@ def validate(
     """Hold longhaul-sim against ns-3, the kernel and the published USN TCP profiles.
 
     ns-3 is slow, and slower the larger its window (a case of eight flows at 163 ms takes up
-    to 11 minutes). longhaul ships ns-3's answers as measured on its own machine and
+    to 13 minutes). longhaul ships ns-3's answers as measured on its own machine and
     compares against them; ns-3 runs only for a case they lack (a changed case or
     bulk.cc) or with --rerun-ns3, and what it answers is kept in the data directory."""
     from longhaul.sim import validation  # noqa: PLC0415
