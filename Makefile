@@ -64,7 +64,7 @@ fuzz:
 sim-validate: setup
 	$(RUN) longhaul sim validate --json
 
-# Measure ns-3's answers again (about four hours of two cores) and record them for everyone.
+# Measure ns-3's answers again (three and a half hours or so of two cores) and record them for everyone.
 ns3-answers: setup
 	@scripts/setup.sh --ns3
 	$(RUN) longhaul sim validate --parts ns3 --rerun-ns3 --json > /dev/null

@@ -44,7 +44,7 @@ def validate(
         bool,
         typer.Option(
             "--rerun-ns3",
-            help="Run ns-3 on every case (about four hours on two cores) instead of taking the "
+            help="Run ns-3 on every case (3.5 hours or so on two cores) instead of taking the "
             "answers recorded with longhaul or cached here.",
         ),
     ] = False,

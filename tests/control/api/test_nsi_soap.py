@@ -172,6 +172,9 @@ class FakeAggregator:
     def get(self, actor: Any, connection_id: str) -> Aggregate:
         return self.aggregate
 
+    def check_visible(self, actor: Any, connection_id: str) -> None:
+        pass
+
     def aggregates(self, actor: Any, limit: int, offset: int) -> list[Aggregate]:
         return [self.aggregate][offset : offset + limit]
 

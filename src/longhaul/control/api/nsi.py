@@ -250,7 +250,7 @@ async def notifications(
     by default all), oldest first (NSI queryNotificationSync). A connection across
     domains has none of its own: each domain keeps its segment's."""
     if aggregator is not None and aggregator.has(connection_id):
-        await run_in_threadpool(aggregator.get, user, connection_id)  # 404 unless theirs
+        aggregator.check_visible(user, connection_id)
         return []
     return [
         NotificationOut(notification_id=n.notification_id, kind=n.kind, at=n.at, detail=n.detail)

@@ -415,7 +415,7 @@ async def _ranged(
     but no notifications of its own (its domains keep their segments')."""
     cid, first, last = query.connection_id, query.first, query.last
     if aggregator is not None and aggregator.has(cid):
-        await run_in_threadpool(aggregator.get, user, cid)  # NotFoundError unless theirs
+        aggregator.check_visible(user, cid)
         found: list[Any] = nsi.results.of(cid, first, last) if query.of_results else []
     elif query.of_results:
         found = nsi.results_of(user, cid, first, last)

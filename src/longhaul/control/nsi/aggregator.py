@@ -467,6 +467,11 @@ class Aggregator:
         with self.db.read() as session:
             return session.get(NsiAggregate, connection_id) is not None
 
+    def check_visible(self, actor: User, connection_id: str) -> None:
+        """`NotFoundError` unless `actor` may see the aggregate: read here, without asking
+        its domains for their segments as `get` does."""
+        self._row(actor, connection_id)
+
     def _row(self, actor: User, connection_id: str) -> NsiAggregate:
         with self.db.read() as session:
             row = session.get(NsiAggregate, connection_id)
