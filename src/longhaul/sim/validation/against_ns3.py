@@ -144,6 +144,8 @@ def ns3_cases() -> list[ns3.Case]:
 
 
 NS3_TOLERANCE = 0.10
+RATIO_DECIMALS = 3
+"""Decimals a reported ratio keeps; `within` is judged on the unrounded ratio."""
 
 
 @dataclass(frozen=True)
@@ -597,4 +599,7 @@ def _mean_answer(answers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _compared(sim_bps: float, ns3_bps: float, prefix: str) -> dict[str, Any]:
     ratio = sim_bps / ns3_bps if ns3_bps > 0 else float("inf")
-    return {f"{prefix}ratio": round(ratio, 3), f"{prefix}within": abs(ratio - 1) <= NS3_TOLERANCE}
+    return {
+        f"{prefix}ratio": round(ratio, RATIO_DECIMALS),
+        f"{prefix}within": abs(ratio - 1) <= NS3_TOLERANCE,
+    }
