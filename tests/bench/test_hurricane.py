@@ -34,15 +34,18 @@ def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
         {"error": "hurricane send: the transfer did not finish in time"},
         {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
          "receiver_cpu_cores": 0.5, "check_cpu_cores": 0.2, "resent_share": 0.01,
-         "late_ms": 3.0,
+         "late_ms": 3.123456,
          "dropped_outside_link": 12},
     ]  # fmt: skip
     summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
     assert summary["goodput_gbps"] == {"median": 8.5, "min": 8.0, "max": 9.0}
-    assert summary["late_ms"] == {"median": 1.5, "min": 0.0, "max": 3.0}
+    assert summary["late_ms"] == {"median": 1.5617, "min": 0.0, "max": 3.1235}
+    assert summary["runs"][2]["late_ms"] == 3.1235
     assert summary["check_cpu_cores"] == {"median": 0.1, "min": 0.0, "max": 0.2}
     assert summary["failed_runs"] == 1 and summary["repetitions"] == 3
     assert summary["errors"] == ["hurricane send: the transfer did not finish in time"]
+    assert [run.get("utilization") for run in summary["runs"]] == [0.9, None, 1.0]
+    assert summary["runs"][1] == {"error": "hurricane send: the transfer did not finish in time"}
     none = bench._summarize(bench.Circuit(1.0, 26.8), bench.Run("udt"), [{"error": "x"}])
     assert none["utilization"] is None and none["failed_runs"] == 1
 

@@ -262,6 +262,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "receiver_cpu_cores": result.receiver_cpu_cores,
         "check_cpu_cores": result.check_cpu_cores,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
+        "blocks_resent": result.blocks_resent,
         "late_ms": float(result.sent.get("late_ms", 0.0)),
         "dropped_outside_link": int(health["tun_tx_dropped"]) + int(health["arena_full_frames"]),
     }
@@ -318,7 +319,15 @@ def _spread(values: list[float]) -> dict[str, float] | None:
             "max": round(max(values), 4)}  # fmt: skip
 
 
+def _run_row(outcome: dict[str, Any]) -> dict[str, Any]:
+    """One repetition as the JSON keeps it: its figures rounded, or its error."""
+    return {key: round(value, 4) if isinstance(value, float) else value
+            for key, value in outcome.items()}  # fmt: skip
+
+
 def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A case's spread over its repetitions, and the repetitions themselves in the order
+    they ran (which one fell short, and why: a median hides it)."""
     good = [o for o in outcomes if "error" not in o]
     cpu = [o["cpu_cores"] for o in good if o.get("cpu_cores") is not None]
     summary: dict[str, Any] = {
@@ -329,6 +338,7 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "cpu_cores": _spread(cpu),
         "failed_runs": len(outcomes) - len(good),
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
+        "runs": [_run_row(o) for o in outcomes],
     }  # fmt: skip
     if one.tool == "hurricane":
         for key in ("sender_cpu_cores", "receiver_cpu_cores", "check_cpu_cores",
