@@ -326,16 +326,21 @@ def _udt(record: CircuitRecord, circuit: Circuit) -> dict[str, Any]:
             "cpu_cores": None}  # fmt: skip
 
 
+FIGURE_DECIMALS = 4
+"""Decimals a figure keeps in the JSON, in a case's spread and in its runs alike."""
+
+
 def _spread(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
-    return {"median": round(statistics.median(values), 4), "min": round(min(values), 4),
-            "max": round(max(values), 4)}  # fmt: skip
+    return {"median": round(statistics.median(values), FIGURE_DECIMALS),
+            "min": round(min(values), FIGURE_DECIMALS),
+            "max": round(max(values), FIGURE_DECIMALS)}  # fmt: skip
 
 
 def _run_row(outcome: dict[str, Any]) -> dict[str, Any]:
     """One repetition as the JSON keeps it: its figures rounded, or its error."""
-    return {key: round(value, 4) if isinstance(value, float) else value
+    return {key: round(value, FIGURE_DECIMALS) if isinstance(value, float) else value
             for key, value in outcome.items()}  # fmt: skip
 
 
