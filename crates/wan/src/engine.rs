@@ -372,6 +372,7 @@ impl Core {
         let quiet = 1 - busy;
         let mut now = now_ns;
         let mut released = 0;
+        let packets_before = self.packets_sent();
         loop {
             // Behind on releases: stop for a read now and then. A frame due after a quiet
             // spell (an idle ping) still goes first, as it always did.
@@ -390,7 +391,9 @@ impl Core {
             now = device.now_ns();
             released += 1;
         }
-        let busy = self.activity.released(now, released);
+        let busy = self
+            .activity
+            .released(now, self.packets_sent() - packets_before);
         if let Some(steering) = &mut self.steering
             && steering.is_on() != busy
         {
@@ -404,6 +407,11 @@ impl Core {
         if let Some(mark) = &mut self.busy_mark {
             mark.set(busy);
         }
+    }
+
+    /// Packets both directions have put on the line (a super-packet's segments each).
+    fn packets_sent(&self) -> u64 {
+        self.link.iter().map(|l| l.counters().tx_segments).sum()
     }
 
     /// Whether a device has gone unread for `MAX_READ_GAP_NS`: releases wait for a read.

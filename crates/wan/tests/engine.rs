@@ -611,3 +611,29 @@ fn a_busy_line_is_marked_on_the_board_without_spinners_and_unmarked_when_it_ends
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_line_full_of_super_packets_is_busy_though_few_frames_cross_it() {
+    // 44 segments a frame fill 1 Gb/s with about 95 frames in 50 ms: counted as frames
+    // the line looked quiet, and the spinners took the CPUs its hosts needed.
+    use longhaul_wan::wake::{BusyBoard, BusyMark};
+    let dir = std::env::temp_dir().join(format!("longhaul-board-super-{}", std::process::id()));
+    let marked = BusyBoard::open(&dir, std::os::unix::process::parent_id()).unwrap();
+    let other = BusyBoard::open(&dir, std::process::id()).unwrap();
+    let mut device = FakeDevice::new(300 * MS);
+    for k in 0..500u64 {
+        device.inbox[0].push_back((k * 600_000, tcp_super(44)));
+    }
+    let mut engine = engine(DirectionConfig::new(1_000_000_000, MS), device);
+    engine.core.busy_mark = Some(BusyMark::new(marked));
+    engine.run().unwrap();
+    let stats = engine.core.stats(engine.device.now);
+    let frames = stats["a_to_b"]["tx_frames"].as_u64().unwrap();
+    assert!(
+        frames < 600,
+        "{frames} frames in 300 ms: fewer than 200 a window"
+    );
+    assert!(other.others_busy(), "a full line is busy");
+    drop(engine);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
