@@ -92,6 +92,11 @@ pub struct SendOptions {
 pub struct Finished<S> {
     /// Bytes moved by this run (a resumed transfer's held blocks not counted).
     pub bytes: u64,
+    /// Of `bytes`, those that came in within `seconds`: the receiver's clock starts when
+    /// its first receive returns, by which time that receive's datagrams (a coalesced
+    /// batch of up to 64 KB) had already crossed the line, so they are left out, as a
+    /// window's first fence post is. The sender's: all of `bytes`.
+    pub timed_bytes: u64,
     /// The sender: from its first datagram to DONE. The receiver: from the first
     /// datagram in to the last block in and checked (the transfer as the far end saw it:
     /// neither the control exchange nor DONE's way back).
@@ -281,6 +286,7 @@ pub fn send(
     let seconds = clock.elapsed().as_secs_f64();
     Ok(Finished {
         bytes: total_bytes - held_bytes,
+        timed_bytes: total_bytes - held_bytes,
         seconds,
         rtt_ns,
         idle_ns: sender
@@ -432,7 +438,7 @@ pub fn receive<S: BlockSink>(
     udp.set_buffers(256 << 20);
     control::write_answer(&mut control_stream, udp.socket.local_addr()?.port(), &held)?;
     let transfer = offer.transfer();
-    let held_bytes = held_bytes(&held, &offer);
+    let (held_bytes, held_blocks) = (held_bytes(&held, &offer), held.len());
     let mut receiver = Receiver::resume(transfer.clone(), offer.nack_group, held);
     udp.socket
         .set_read_timeout(Some(Duration::from_millis(1)))?;
@@ -444,6 +450,7 @@ pub fn receive<S: BlockSink>(
     let linger = Duration::from_nanos(4 * transfer.rtt_ns.max(1_000_000));
     let mut checked = false;
     let (mut first_in, mut whole_at) = (None, None);
+    let mut before_clock_bytes = 0;
     loop {
         if clock.elapsed() > deadline {
             return Err(DriverError::TimedOut {
@@ -452,10 +459,15 @@ pub fn receive<S: BlockSink>(
         }
         match udp.recv_segments(&mut incoming) {
             Ok((n, segment, from)) => {
+                let first = first_in.is_none();
                 first_in.get_or_insert_with(Instant::now);
                 let now_ns = clock.elapsed().as_nanos() as u64;
                 for datagram in incoming[..n].chunks_mut(segment) {
                     receiver.handle_datagram(now_ns, datagram, &mut sink);
+                }
+                if first {
+                    let blocks = receiver.received().len() - held_blocks;
+                    before_clock_bytes = blocks * u64::from(transfer.block_bytes);
                 }
                 peer = Some(from);
             }
@@ -496,8 +508,10 @@ pub fn receive<S: BlockSink>(
         (Some(first), Some(whole)) => (whole - first).as_secs_f64(),
         _ => clock.elapsed().as_secs_f64(),
     };
+    let bytes = transfer.total_bytes - held_bytes;
     let finished = Finished {
-        bytes: transfer.total_bytes - held_bytes,
+        bytes,
+        timed_bytes: bytes.saturating_sub(before_clock_bytes),
         seconds,
         rtt_ns: transfer.rtt_ns,
         idle_ns: 0,

@@ -128,8 +128,8 @@ fn gbps(bytes: u64, seconds: f64) -> f64 {
 fn receiver_json(done: &Finished<ReceiverStats>) -> Value {
     let s = done.stats;
     json!({
-        "bytes": done.bytes, "seconds": done.seconds,
-        "goodput_gbps": gbps(done.bytes, done.seconds),
+        "bytes": done.bytes, "timed_bytes": done.timed_bytes, "seconds": done.seconds,
+        "goodput_gbps": gbps(done.timed_bytes, done.seconds),
         "block_bytes": done.block_bytes, "cpu_cores": done.cpu_cores,
         "blocks": s.blocks, "duplicates": s.duplicates, "forged": s.forged,
         "stray": s.stray, "malformed": s.malformed, "nacks_sent": s.nacks_sent,

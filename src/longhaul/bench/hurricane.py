@@ -15,7 +15,8 @@ median, least and most; each circuit first carries one unmeasured Hurricane tran
 Utilization is goodput over the reserved rate's payload ceiling: what the rate carries
 of the tool's own payload in 1,500-byte IP packets (Hurricane 1,427 of 1,500 bytes, TCP
 1,448 with timestamps, UDT 1,456 after its 16-byte header). Hurricane's and UDT's
-goodput is the receiver's (first datagram to last byte in); iperf3's leaves out its
+goodput is the receiver's (first datagram to last byte in; Hurricane's without the
+bytes of its first receive, which came in before its clock started); iperf3's leaves out its
 warm-up (-O); GridFTP's runs from `150 Beginning transfer` to `operation complete`.
 
 Faults: `hurricane faults` sends real files in virtual time under loss (random and

@@ -3,9 +3,11 @@
 receiver announces `{"listening": ...}` on stderr once bound).
 
 Goodput is the receiver's: bytes over the time from its first datagram to its last
-block in and checked. That leaves out the control exchange (one round trip before the
-first datagram) and DONE's way back, as iperf3's totals leave out connection set-up; it
-keeps every retransmission round, which is where a lossy channel costs Hurricane time.
+block in and checked, less what its first receive brought (`timed_bytes`: that batch had
+crossed the line before the clock started). That leaves out the control exchange (one
+round trip before the first datagram) and DONE's way back, as iperf3's totals leave out
+connection set-up; it keeps every retransmission round, which is where a lossy channel
+costs Hurricane time.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def _size(path: Path) -> int:
 class HurricaneResult:
     goodput_bps: float
     seconds: float
-    """The receiver's: first datagram to last block in and checked."""
+    """The receiver's: first datagram to last block in and checked (goodput counts the
+    bytes that came in within it, `timed_bytes`)."""
     bytes: int
     block_bytes: int
     blocks_resent: int
@@ -122,10 +125,13 @@ def parse(sent_text: str, received_text: str) -> HurricaneResult:
     senders = sent.get("transfers", [sent])
     receivers = received.get("transfers", [received])
     size = sum(int(r["bytes"]) for r in receivers)
+    # What came in within the receiver's clock: its first receive arrived before the
+    # clock started (outputs of versions before `timed_bytes` count every byte).
+    timed = sum(int(r.get("timed_bytes", r["bytes"])) for r in receivers)
     seconds = sum(float(r["seconds"]) for r in receivers)
     corrupted = [r["corrupted_bytes"] for r in receivers if "corrupted_bytes" in r]
     return HurricaneResult(
-        goodput_bps=size * 8 / seconds if seconds > 0 else 0.0,
+        goodput_bps=timed * 8 / seconds if seconds > 0 else 0.0,
         seconds=seconds,
         bytes=size,
         block_bytes=int(receivers[0]["block_bytes"]),
