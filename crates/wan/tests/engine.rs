@@ -582,22 +582,36 @@ fn a_packet_too_long_sealed_is_fragmented_or_dropped_as_configured() {
     );
 }
 
-#[test]
-fn a_busy_line_is_marked_on_the_board_without_spinners_and_unmarked_when_it_ends() {
-    // An emulator that never keeps the CPUs awake still tells the others its line is
-    // busy, or their spinners would take the CPUs its hosts need.
+/// An engine on a 1 Gb/s line carrying `device`'s frames that marks its line on a board
+/// in a directory of its own (`what`), and the board as another emulator sees it.
+fn marking_engine(
+    what: &str,
+    device: FakeDevice,
+) -> (
+    Engine<FakeDevice>,
+    longhaul_wan::wake::BusyBoard,
+    std::path::PathBuf,
+) {
     use longhaul_wan::wake::{BusyBoard, BusyMark};
-    let dir = std::env::temp_dir().join(format!("longhaul-board-engine-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("longhaul-board-{what}-{}", std::process::id()));
     // The mark is filed under this test's parent's id, so that this process, looking at
     // the board as another emulator, sees it as a live one's.
     let marked = BusyBoard::open(&dir, std::os::unix::process::parent_id()).unwrap();
     let other = BusyBoard::open(&dir, std::process::id()).unwrap();
+    let mut engine = engine(DirectionConfig::new(1_000_000_000, MS), device);
+    engine.core.busy_mark = Some(BusyMark::new(marked));
+    (engine, other, dir)
+}
+
+#[test]
+fn a_busy_line_is_marked_on_the_board_without_spinners_and_unmarked_when_it_ends() {
+    // An emulator that never keeps the CPUs awake still tells the others its line is
+    // busy, or their spinners would take the CPUs its hosts need.
     let mut device = FakeDevice::new(300 * MS);
     for k in 0..3_000u64 {
         device.inbox[0].push_back((k * 100_000, plain(1_500)));
     }
-    let mut engine = engine(DirectionConfig::new(1_000_000_000, MS), device);
-    engine.core.busy_mark = Some(BusyMark::new(marked));
+    let (mut engine, other, dir) = marking_engine("engine", device);
     assert!(!other.others_busy());
     engine.run().unwrap();
     assert!(
@@ -616,16 +630,11 @@ fn a_busy_line_is_marked_on_the_board_without_spinners_and_unmarked_when_it_ends
 fn a_line_full_of_super_packets_is_busy_though_few_frames_cross_it() {
     // 44 segments a frame fill 1 Gb/s with about 95 frames in 50 ms: counted as frames
     // the line looked quiet, and the spinners took the CPUs its hosts needed.
-    use longhaul_wan::wake::{BusyBoard, BusyMark};
-    let dir = std::env::temp_dir().join(format!("longhaul-board-super-{}", std::process::id()));
-    let marked = BusyBoard::open(&dir, std::os::unix::process::parent_id()).unwrap();
-    let other = BusyBoard::open(&dir, std::process::id()).unwrap();
     let mut device = FakeDevice::new(300 * MS);
     for k in 0..500u64 {
         device.inbox[0].push_back((k * 600_000, tcp_super(44)));
     }
-    let mut engine = engine(DirectionConfig::new(1_000_000_000, MS), device);
-    engine.core.busy_mark = Some(BusyMark::new(marked));
+    let (mut engine, other, dir) = marking_engine("super", device);
     engine.run().unwrap();
     let stats = engine.core.stats(engine.device.now);
     let frames = stats["a_to_b"]["tx_frames"].as_u64().unwrap();
