@@ -126,8 +126,8 @@ def parse(sent_text: str, received_text: str) -> HurricaneResult:
     receivers = received.get("transfers", [received])
     size = sum(int(r["bytes"]) for r in receivers)
     # What came in within the receiver's clock: its first receive arrived before the
-    # clock started (outputs of versions before `timed_bytes` count every byte).
-    timed = sum(int(r.get("timed_bytes", r["bytes"])) for r in receivers)
+    # clock started.
+    timed = sum(int(r["timed_bytes"]) for r in receivers)
     seconds = sum(float(r["seconds"]) for r in receivers)
     corrupted = [r["corrupted_bytes"] for r in receivers if "corrupted_bytes" in r]
     return HurricaneResult(
