@@ -29,12 +29,12 @@ def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     outcomes = [
         {"goodput_gbps": 8.0, "utilization": 0.9, "cpu_cores": 1.0, "sender_cpu_cores": 0.6,
          "receiver_cpu_cores": 0.4, "check_cpu_cores": 0.0, "resent_share": 0.0,
-         "late_ms": 0.0,
+         "late_ms": 0.0, "host_steal_s": 0.0,
          "dropped_outside_link": 0},
         {"error": "hurricane send: the transfer did not finish in time"},
         {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
          "receiver_cpu_cores": 0.5, "check_cpu_cores": 0.2, "resent_share": 0.01,
-         "late_ms": 3.123456,
+         "late_ms": 3.123456, "host_steal_s": 0.18,
          "dropped_outside_link": 12},
     ]  # fmt: skip
     summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
@@ -42,6 +42,7 @@ def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     assert summary["late_ms"] == {"median": 1.5617, "min": 0.0, "max": 3.1235}
     assert summary["runs"][2]["late_ms"] == 3.1235
     assert summary["check_cpu_cores"] == {"median": 0.1, "min": 0.0, "max": 0.2}
+    assert summary["host_steal_s"] == {"median": 0.09, "min": 0.0, "max": 0.18}
     assert summary["failed_runs"] == 1 and summary["repetitions"] == 3
     assert summary["errors"] == ["hurricane send: the transfer did not finish in time"]
     assert [run.get("utilization") for run in summary["runs"]] == [0.9, None, 1.0]

@@ -46,8 +46,9 @@ def test_drops_outside_the_link_and_bursts_degrade_any_run():
 
 
 def test_the_summary_keeps_what_a_row_needs():
-    kept = health.summary({**record(), "cpu_cores": 0.4, "rss_bytes": 10})
+    kept = health.summary({**record(), "cpu_cores": 0.4, "rss_bytes": 10, "host_steal_s": 0.2})
     assert kept["a_to_b"]["late_held_ns"] == 0 and kept["cpu_cores"] == 0.4
+    assert kept["host_steal_s"] == 0.2
 
 
 def test_the_return_path_is_judged_by_how_late_not_by_line_time():

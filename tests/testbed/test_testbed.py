@@ -212,4 +212,6 @@ def test_a_run_starts_once_the_frames_before_it_have_left(testbed):
     recorded = watch.Watch.start(circuit)
     assert held_bytes() < watch.QUIET_BYTES
     assert 2 * watch.SETTLE_POLL_S <= recorded.settled_s <= time.monotonic() - started
-    assert recorded.finish()["settled_s"] == round(recorded.settled_s, 3)
+    finished = recorded.finish()
+    assert finished["settled_s"] == round(recorded.settled_s, 3)
+    assert finished["host_steal_s"] >= 0.0

@@ -49,7 +49,7 @@ from longhaul.bench import wan
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
 from longhaul.testbed import CircuitRecord, netns, serving
-from longhaul.testbed.watch import Watch
+from longhaul.testbed.watch import Watch, host_steal_s
 
 REPETITIONS = 3
 PACKET_BYTES = 1500
@@ -229,17 +229,27 @@ def _ceiling_bps(circuit: Circuit, payload: str) -> float:
 
 def _one(record: CircuitRecord, circuit: Circuit, one: Run,
          files: dict[str, Path]) -> dict[str, Any]:  # fmt: skip
-    """One run: goodput, utilization and CPU, or the error that ended it."""
+    """One run: goodput, utilization and CPU, and the CPU time the machine's host took
+    meanwhile (`host_steal_s`, set-up included), or the error that ended it."""
+    steal_at_start = host_steal_s()
     try:
-        if one.tool == "hurricane":
-            return _hurricane(record, circuit, one.mode, files)
-        if one.tool.startswith("iperf3"):
-            return _iperf3(record, circuit, one.tool)
-        if one.tool.startswith("gridftp"):
-            return _gridftp(record, circuit)
-        return _udt(record, circuit)
+        outcome = _measure(record, circuit, one, files)
     except ToolError as exc:
         return {"error": str(exc)}
+    if "error" not in outcome:
+        outcome["host_steal_s"] = host_steal_s() - steal_at_start
+    return outcome
+
+
+def _measure(record: CircuitRecord, circuit: Circuit, one: Run,
+             files: dict[str, Path]) -> dict[str, Any]:  # fmt: skip
+    if one.tool == "hurricane":
+        return _hurricane(record, circuit, one.mode, files)
+    if one.tool.startswith("iperf3"):
+        return _iperf3(record, circuit, one.tool)
+    if one.tool.startswith("gridftp"):
+        return _gridftp(record, circuit)
+    return _udt(record, circuit)
 
 
 def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
@@ -356,6 +366,7 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "goodput_gbps": _spread([o["goodput_gbps"] for o in good]),
         "utilization": _spread([o["utilization"] for o in good]),
         "cpu_cores": _spread(cpu),
+        "host_steal_s": _spread([o["host_steal_s"] for o in good]),
         "failed_runs": len(outcomes) - len(good),
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
         "runs": [_run_row(o) for o in outcomes],

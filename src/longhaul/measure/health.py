@@ -92,7 +92,7 @@ def _return_path(direction: dict[str, Any], span_s: float, rate_bps: float | Non
 
 def summary(health: dict[str, Any]) -> dict[str, Any]:
     """The figures a row keeps: per direction lateness, line time lost, drops by cause,
-    the largest 1 ms rate; the emulator's CPU and memory."""
+    the largest 1 ms rate; the emulator's CPU and memory; the CPU time the host took."""
     kept: dict[str, Any] = {}
     for name in ("a_to_b", "b_to_a"):
         d = health.get(name) or {}
@@ -109,6 +109,7 @@ def summary(health: dict[str, Any]) -> dict[str, Any]:
                 "tx_bytes",
             )
         }
-    for key in ("cpu_cores", "rss_bytes", "tun_tx_dropped", "arena_full_frames", "covers_s"):
+    for key in ("cpu_cores", "rss_bytes", "tun_tx_dropped", "arena_full_frames", "covers_s",
+                "host_steal_s"):  # fmt: skip
         kept[key] = health.get(key)
     return kept

@@ -1,5 +1,6 @@
 """Watching a circuit over a run: what its emulator and its TUN devices went through
-between the run's start and its end, for the run's `health`.
+between the run's start and its end, and the CPU time the machine's hypervisor took from
+it meanwhile, for the run's `health`.
 
 A run starts on a quiet circuit: `Watch.start` first waits until the frames of the run
 before have left the emulator's queue and line. Without that, a run that follows a bulk
@@ -12,6 +13,7 @@ the same test on a quiet circuit filled it).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ class Watch:
     """The monotonic clock at the start (the emulator's clock too)."""
     tun_dropped: int
     arena_full: int
+    steal_s: float
+    """The machine's stolen CPU time at the start (`host_steal_s`)."""
 
     settled_s: float = 0.0
     """How long the start waited for the circuit to go quiet."""
@@ -36,7 +40,8 @@ class Watch:
     def start(cls, circuit: CircuitRecord) -> Watch:
         settled_s, stats = settle(circuit)
         arena_full = _arena_full_in(stats)
-        return cls(circuit, time.monotonic_ns(), _tun_dropped(circuit), arena_full, settled_s)
+        return cls(circuit, time.monotonic_ns(), _tun_dropped(circuit), arena_full,
+                   host_steal_s(), settled_s)  # fmt: skip
 
     def finish(self) -> dict[str, Any]:
         """The emulator's record of the run (`longhaul-wan` `health`), with the frames the
@@ -46,6 +51,7 @@ class Watch:
         answer.pop("ok", None)
         answer["tun_tx_dropped"] = _tun_dropped(self.circuit) - self.tun_dropped
         answer["arena_full_frames"] = _arena_full(self.circuit) - self.arena_full
+        answer["host_steal_s"] = round(host_steal_s() - self.steal_s, 3)
         # The notes the answer comes from are 100 ms apart: it covers from the last one
         # before the start.
         answer["covers_s"] = round((answer["to_ns"] - answer["from_ns"]) / 1e9, 3)
@@ -80,6 +86,21 @@ def settle(circuit: CircuitRecord, extra_s: float = 2.0) -> tuple[float, dict[st
             return time.monotonic() - started, stats
         time.sleep(SETTLE_POLL_S)
         stats = emulator.request(control, {"op": "stats"})
+
+
+def host_steal_s(stat: Path = Path("/proc/stat")) -> float:
+    """CPU time the hypervisor has taken from this machine's CPUs since boot, summed over
+    them (`steal` in /proc/stat, proc(5)): a virtual machine's CPUs given to others while
+    it had work. A run's share of it says how much of its lateness was the host's. 0 on
+    bare metal, and where /proc/stat cannot be read."""
+    try:
+        first = stat.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return 0.0
+    # cpu user nice system idle iowait irq softirq steal ...
+    if len(first) < 9 or first[0] != "cpu":
+        return 0.0
+    return int(first[8]) / os.sysconf("SC_CLK_TCK")
 
 
 def _tun_dropped(circuit: CircuitRecord) -> int:

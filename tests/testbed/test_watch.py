@@ -1,0 +1,33 @@
+"""What a run's watch reads from the machine itself (the circuit's side of `Watch` needs
+root and an emulator: `test_testbed.py`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from longhaul.testbed.watch import host_steal_s
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_steal_is_the_eighth_figure_of_the_cpu_line_in_seconds() -> None:
+    # /proc/stat of a two-CPU virtual machine (its interrupt lines left out).
+    ticks = 11_448
+    assert host_steal_s(FIXTURES / "proc-stat.txt") == pytest.approx(
+        ticks / os.sysconf("SC_CLK_TCK")
+    )
+
+
+def test_no_steal_where_the_machine_says_nothing(tmp_path: Path) -> None:
+    assert host_steal_s(tmp_path / "missing") == 0.0
+    old_kernel = tmp_path / "stat"
+    old_kernel.write_text("cpu  5655675 2933 1099583 5710343\n")
+    assert host_steal_s(old_kernel) == 0.0
+
+
+def test_this_machines_steal_only_grows() -> None:
+    first = host_steal_s()
+    assert first >= 0.0 and host_steal_s() >= first
