@@ -32,8 +32,8 @@ def test_circuits_run_smallest_first_and_report_in_suite_order(monkeypatch):
 
     def one(testbed, circuit, case):
         return {"case": case, "max_1ms_rate_ratio": 1.0, "emulator_max_late_ms": 0.0,
-                "emulator_rss_mib": 0.0, "degraded": False, "reasons": [],
-                "rtt_mean_ms": case.rtt_ms, "rtt_std_ms": 0.0, "rtt_min_ms": case.rtt_ms,
+                "emulator_rss_mib": 0.0, "host_steal_s": 0.25, "degraded": False,
+                "reasons": [], "rtt_mean_ms": case.rtt_ms, "rtt_std_ms": 0.0, "rtt_min_ms": case.rtt_ms,
                 "lost": 0, "utilization": 1.0, "goodput_gbps": 9.0,
                 "peer": {"goodput_gbps": 8.0, "utilization": 0.9}}  # fmt: skip
 
@@ -45,3 +45,4 @@ def test_circuits_run_smallest_first_and_report_in_suite_order(monkeypatch):
     assert ran[-1] == 653.0 and ran.count(653.0) == 1, "the idle and loaded cases share it"
     assert [c["rtt_ms"] for c in out["cases"]] == [c.rtt_ms for c in cases]
     assert out["targets"]["utilization_cubic_1_stream_9.6gbps_650ms"]["measured"] == 1.0
+    assert out["cases"][0]["host_steal_s_max"] == 0.25

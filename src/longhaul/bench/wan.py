@@ -6,7 +6,8 @@ with the emulator's own record of every run (`longhaul-wan` `health`): how late 
 released (`emulator_max_late_ms`), the line time that cost, the largest rate it delivered
 over any 1 ms (`max_1ms_rate_ratio`, against the configured rate), its memory
 (`emulator_rss_mib`, against what it may hold at most), and how many runs it could not
-honestly produce (`degraded_runs`, `measure.health`).
+honestly produce (`degraded_runs`, `measure.health`); and the CPU time the machine's host
+took meanwhile (`host_steal_s_*`).
 
 The cases: idle pings on every loop length USN measured (0.28 to 653 ms); cubic with 1 and
 8 streams at 9.6 Gb/s over 163 ms and over 653 ms (around the earth: the 650 ms target's
@@ -327,6 +328,7 @@ def _emulator(
         "emulator_stalls": sum(d.get("stalls", 0) for d in directions),
         "emulator_cpu_cores": record.get("cpu_cores"),
         "emulator_rss_mib": record.get("rss_bytes", 0) / 2**20,
+        "host_steal_s": record.get("host_steal_s"),
         "degraded": judged.degraded,
         "reasons": list(judged.reasons),
     }
@@ -418,6 +420,7 @@ def _summarize(case: Case, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "emulator_late_held_ms": _spread(runs, "emulator_late_held_ms").of("x")["x_median"],
         "emulator_rss_mib": round(max((r["emulator_rss_mib"] for r in runs), default=0), 1),
         "emulator_cpu_cores": _spread(runs, "emulator_cpu_cores").of("x")["x_median"],
+        **_spread(runs, "host_steal_s").of("host_steal_s"),
         "degraded_runs": sum(1 for r in runs if r["degraded"]),
         "degraded_reasons": sorted({reason for r in runs for reason in r["reasons"]}),
     }
