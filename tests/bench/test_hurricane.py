@@ -29,12 +29,12 @@ def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     outcomes = [
         {"goodput_gbps": 8.0, "utilization": 0.9, "cpu_cores": 1.0, "sender_cpu_cores": 0.6,
          "receiver_cpu_cores": 0.4, "check_cpu_cores": 0.0, "resent_share": 0.0,
-         "late_ms": 0.0, "host_steal_s": 0.0,
+         "late_ms": 0.0, "host_steal_s": 0.0, "line_late_ms": 2.0,
          "dropped_outside_link": 0},
         {"error": "hurricane send: the transfer did not finish in time"},
         {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
          "receiver_cpu_cores": 0.5, "check_cpu_cores": 0.2, "resent_share": 0.01,
-         "late_ms": 3.123456, "host_steal_s": 0.18,
+         "late_ms": 3.123456, "host_steal_s": 0.18, "line_late_ms": 16.1,
          "dropped_outside_link": 12},
     ]  # fmt: skip
     summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
@@ -43,6 +43,8 @@ def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     assert summary["runs"][2]["late_ms"] == 3.1235
     assert summary["check_cpu_cores"] == {"median": 0.1, "min": 0.0, "max": 0.2}
     assert summary["host_steal_s"] == {"median": 0.09, "min": 0.0, "max": 0.18}
+    assert summary["line_late_ms"] == {"median": 9.05, "min": 2.0, "max": 16.1}
+    assert summary["dropped_outside_link"] == {"median": 6, "min": 0, "max": 12}
     assert summary["failed_runs"] == 1 and summary["repetitions"] == 3
     assert summary["errors"] == ["hurricane send: the transfer did not finish in time"]
     assert [run.get("utilization") for run in summary["runs"]] == [0.9, None, 1.0]
@@ -62,6 +64,19 @@ def test_faults_add_virtual_time_and_emulated_transfers() -> None:
         43,
         21,
     )
+
+
+def test_a_runs_conditions_come_from_the_emulators_record_of_it() -> None:
+    health = {"a_to_b": {"late_held_ns": 16_129_433, "stalls": 2}, "b_to_a": {"late_held_ns": 690},
+              "tun_tx_dropped": 3, "arena_full_frames": 1, "host_steal_s": 0.02}  # fmt: skip
+    assert bench._conditions(health) == {
+        "line_late_ms": pytest.approx(16.130123),
+        "dropped_outside_link": 4,
+        "host_steal_s": 0.02,
+    }
+    quiet = {"a_to_b": None, "b_to_a": {}, "tun_tx_dropped": 0, "arena_full_frames": 0,
+             "host_steal_s": 0.0}  # fmt: skip
+    assert bench._conditions(quiet)["line_late_ms"] == 0.0
 
 
 def test_iperf3_cpu_is_both_ends_in_cores() -> None:

@@ -49,7 +49,7 @@ from longhaul.bench import wan
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
 from longhaul.testbed import CircuitRecord, netns, serving
-from longhaul.testbed.watch import Watch, host_steal_s
+from longhaul.testbed.watch import Watch
 
 REPETITIONS = 3
 PACKET_BYTES = 1500
@@ -229,16 +229,31 @@ def _ceiling_bps(circuit: Circuit, payload: str) -> float:
 
 def _one(record: CircuitRecord, circuit: Circuit, one: Run,
          files: dict[str, Path]) -> dict[str, Any]:  # fmt: skip
-    """One run: goodput, utilization and CPU, and the CPU time the machine's host took
-    meanwhile (`host_steal_s`, set-up included), or the error that ended it."""
-    steal_at_start = host_steal_s()
+    """One run from a quiet circuit: goodput, utilization and CPU, with what the machine
+    did meanwhile (`_conditions`), or the error that ended it."""
+    watch = Watch.start(record)
     try:
         outcome = _measure(record, circuit, one, files)
     except ToolError as exc:
         return {"error": str(exc)}
+    health = watch.finish()
     if "error" not in outcome:
-        outcome["host_steal_s"] = host_steal_s() - steal_at_start
+        outcome.update(_conditions(health))
     return outcome
+
+
+def _conditions(health: dict[str, Any]) -> dict[str, Any]:
+    """What the emulator's record of a run (`Watch.finish`) says about the conditions the
+    tool had, none of which a tool can make up: line time the emulated line lost to its
+    own late releases (`line_late_ms`, both directions: a late release is never made up),
+    frames its TUN queues and its memory dropped outside the link's own queue and loss
+    (`dropped_outside_link`), and the CPU time the machine's host took (`host_steal_s`)."""
+    directions = [health.get("a_to_b") or {}, health.get("b_to_a") or {}]
+    return {
+        "line_late_ms": sum(d.get("late_held_ns", 0) for d in directions) / 1e6,
+        "dropped_outside_link": int(health["tun_tx_dropped"]) + int(health["arena_full_frames"]),
+        "host_steal_s": float(health["host_steal_s"]),
+    }
 
 
 def _measure(record: CircuitRecord, circuit: Circuit, one: Run,
@@ -265,12 +280,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         subprocess.run(["rm", "-rf", str(dest)], check=False)
         source = folder / f"source-{test.bytes_total}.bin"
         test = replace(test, path=str(source), dest_dir=str(dest))
-    # From a quiet circuit; what its TUN queues and the emulator's memory dropped
-    # meanwhile, outside the link's own queue and loss (a run that resends much says
-    # where).
-    watch = Watch.start(record)
     result = tool.run(test)
-    health = watch.finish()
     if mode != "memory":
         landed = Path(test.dest_dir or "") / source.name
         intact = landed.stat().st_size == test.bytes_total
@@ -289,7 +299,6 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
         "blocks_resent": result.blocks_resent,
         "late_ms": float(result.sent.get("late_ms", 0.0)),
-        "dropped_outside_link": int(health["tun_tx_dropped"]) + int(health["arena_full_frames"]),
     }
 
 
@@ -338,6 +347,8 @@ def _udt(record: CircuitRecord, circuit: Circuit) -> dict[str, Any]:
 
 
 FIGURE_DECIMALS = 4
+CONDITIONS = ("line_late_ms", "dropped_outside_link", "host_steal_s")
+"""Every run's conditions (`_conditions`), kept with their spread in every row."""
 """Decimals a figure keeps in the JSON, in a case's spread and in its runs alike."""
 
 
@@ -366,14 +377,14 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "goodput_gbps": _spread([o["goodput_gbps"] for o in good]),
         "utilization": _spread([o["utilization"] for o in good]),
         "cpu_cores": _spread(cpu),
-        "host_steal_s": _spread([o["host_steal_s"] for o in good]),
+        **{key: _spread([o[key] for o in good if key in o]) for key in CONDITIONS},
         "failed_runs": len(outcomes) - len(good),
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
         "runs": [_run_row(o) for o in outcomes],
     }  # fmt: skip
     if one.tool == "hurricane":
         for key in ("sender_cpu_cores", "receiver_cpu_cores", "check_cpu_cores",
-                    "resent_share", "late_ms", "dropped_outside_link"):  # fmt: skip
+                    "resent_share", "late_ms"):  # fmt: skip
             summary[key] = _spread([o[key] for o in good])
     return summary
 
