@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from longhaul.bench import wan
+from longhaul.measure import health
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
 from longhaul.testbed import CircuitRecord, netns, serving
@@ -236,23 +237,22 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
         outcome = _measure(record, circuit, one, files)
     except ToolError as exc:
         return {"error": str(exc)}
-    health = watch.finish()
+    record_of_run = watch.finish()
     if "error" not in outcome:
-        outcome.update(_conditions(health))
+        outcome.update(_conditions(record_of_run))
     return outcome
 
 
-def _conditions(health: dict[str, Any]) -> dict[str, Any]:
+def _conditions(record: dict[str, Any]) -> dict[str, Any]:
     """What the emulator's record of a run (`Watch.finish`) says about the conditions the
     tool had, none of which a tool can make up: line time the emulated line lost to its
     own late releases (`line_late_ms`, both directions: a late release is never made up),
     frames its TUN queues and its memory dropped outside the link's own queue and loss
     (`dropped_outside_link`), and the CPU time the machine's host took (`host_steal_s`)."""
-    directions = [health.get("a_to_b") or {}, health.get("b_to_a") or {}]
     return {
-        "line_late_ms": sum(d.get("late_held_ns", 0) for d in directions) / 1e6,
-        "dropped_outside_link": int(health["tun_tx_dropped"]) + int(health["arena_full_frames"]),
-        "host_steal_s": float(health["host_steal_s"]),
+        "line_late_ms": health.late_held_ms(record),
+        "dropped_outside_link": int(record["tun_tx_dropped"]) + int(record["arena_full_frames"]),
+        "host_steal_s": float(record["host_steal_s"]),
     }
 
 
@@ -347,9 +347,9 @@ def _udt(record: CircuitRecord, circuit: Circuit) -> dict[str, Any]:
 
 
 FIGURE_DECIMALS = 4
+"""Decimals a figure keeps in the JSON, in a case's spread and in its runs alike."""
 CONDITIONS = ("line_late_ms", "dropped_outside_link", "host_steal_s")
 """Every run's conditions (`_conditions`), kept with their spread in every row."""
-"""Decimals a figure keeps in the JSON, in a case's spread and in its runs alike."""
 
 
 def _spread(values: list[float]) -> dict[str, float] | None:
@@ -377,7 +377,7 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
         "goodput_gbps": _spread([o["goodput_gbps"] for o in good]),
         "utilization": _spread([o["utilization"] for o in good]),
         "cpu_cores": _spread(cpu),
-        **{key: _spread([o[key] for o in good if key in o]) for key in CONDITIONS},
+        **{key: _spread([o[key] for o in good]) for key in CONDITIONS},
         "failed_runs": len(outcomes) - len(good),
         "errors": sorted({o["error"] for o in outcomes if "error" in o}),
         "runs": [_run_row(o) for o in outcomes],

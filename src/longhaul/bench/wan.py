@@ -324,7 +324,7 @@ def _emulator(
     return {
         "max_1ms_rate_ratio": max(d.get("max_1ms_rate_ratio", 0.0) for d in directions),
         "emulator_max_late_ms": max(d.get("lateness_max_ns", 0) for d in directions) / 1e6,
-        "emulator_late_held_ms": sum(d.get("late_held_ns", 0) for d in directions) / 1e6,
+        "emulator_late_held_ms": health.late_held_ms(record),
         "emulator_stalls": sum(d.get("stalls", 0) for d in directions),
         "emulator_cpu_cores": record.get("cpu_cores"),
         "emulator_rss_mib": record.get("rss_bytes", 0) / 2**20,

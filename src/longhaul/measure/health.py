@@ -90,6 +90,13 @@ def _return_path(direction: dict[str, Any], span_s: float, rate_bps: float | Non
     return carried_bps < LOADED_SHARE * rate_bps
 
 
+def late_held_ms(health: dict[str, Any]) -> float:
+    """Line time the emulated line lost to its own late releases over the run, both
+    directions, in ms (a late release is never made up)."""
+    directions = (health.get("a_to_b") or {}, health.get("b_to_a") or {})
+    return float(sum(d.get("late_held_ns", 0) for d in directions)) / 1e6
+
+
 def summary(health: dict[str, Any]) -> dict[str, Any]:
     """The figures a row keeps: per direction lateness, line time lost, drops by cause,
     the largest 1 ms rate; the emulator's CPU and memory; the CPU time the host took."""
