@@ -3,9 +3,13 @@ the emulator: `longhaul bench hurricane` is the benchmark, not a test)."""
 
 from __future__ import annotations
 
+import time
+from typing import ClassVar
+
 import pytest
 
 from longhaul.bench import hurricane as bench
+from longhaul.measure.tools import ToolError
 
 
 def test_every_circuit_sets_hurricane_against_every_peer() -> None:
@@ -83,3 +87,66 @@ def test_iperf3_cpu_is_both_ends_in_cores() -> None:
     raw = {"end": {"cpu_utilization_percent": {"host_total": 55.0, "remote_total": 35.0}}}
     assert bench._iperf3_cpu(raw) == pytest.approx(0.9)
     assert bench._iperf3_cpu({}) is None
+
+
+def test_only_iperf3_leaves_its_set_up_and_warm_up_out_of_its_conditions() -> None:
+    circuit = bench.Circuit(9.6, 163.0)
+    # 4 s of warm-up after three round trips and one per data connection.
+    assert bench.Run("iperf3-cubic-8").unmeasured_s(circuit) == pytest.approx(4 + 11 * 0.163)
+    assert bench.Run("iperf3-bbr-1").unmeasured_s(circuit) == pytest.approx(4 + 4 * 0.163)
+    for whole in ("hurricane", "gridftp-8", "udt"):
+        assert bench.Run(whole).unmeasured_s(circuit) == 0.0
+
+
+class _FakeWatch:
+    """Records how each watch began; finishes with the record of a quiet run."""
+
+    begun: ClassVar[list[bool]] = []
+
+    def __init__(self, quiet_first: bool) -> None:
+        self.quiet_first = quiet_first
+
+    @classmethod
+    def start(cls, circuit: object, quiet_first: bool = True) -> _FakeWatch:
+        cls.begun.append(quiet_first)
+        return cls(quiet_first)
+
+    def finish(self) -> dict[str, object]:
+        late = 0 if not self.quiet_first else 5_000_000  # the warm-up was late
+        return {"a_to_b": {"late_held_ns": late}, "b_to_a": {}, "tun_tx_dropped": 0,
+                "arena_full_frames": 0, "host_steal_s": 0.0}  # fmt: skip
+
+
+def test_an_iperf3_runs_conditions_are_watched_from_its_measured_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench, "Watch", _FakeWatch)
+    monkeypatch.setattr(bench, "_iperf3_times", lambda circuit: (0.05, 0.1))
+
+    def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
+        time.sleep(0.3)
+        return {"utilization": 0.99}
+
+    monkeypatch.setattr(bench, "_measure", measure)
+    circuit = bench.Circuit(1.0, 1.0)
+    _FakeWatch.begun.clear()
+    tcp = bench._one(None, circuit, bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
+    assert _FakeWatch.begun == [True, False]
+    assert tcp["line_late_ms"] == 0.0
+    _FakeWatch.begun.clear()
+    whole = bench._one(None, circuit, bench.Run("hurricane"), {})  # type: ignore[arg-type]
+    assert _FakeWatch.begun == [True]
+    assert whole["line_late_ms"] == 5.0
+
+
+def test_a_run_that_fails_early_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "Watch", _FakeWatch)
+
+    def refuse(record: object, circuit: object, one: bench.Run, files: object) -> None:
+        raise ToolError("iperf3: unable to connect to server")
+
+    monkeypatch.setattr(bench, "_measure", refuse)
+    _FakeWatch.begun.clear()
+    failed = bench._one(None, bench.Circuit(1.0, 26.8), bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
+    assert failed == {"error": "iperf3: unable to connect to server"}
+    assert _FakeWatch.begun == [True], "no second watch for a run that ended in its warm-up"

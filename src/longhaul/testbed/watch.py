@@ -37,8 +37,13 @@ class Watch:
     """How long the start waited for the circuit to go quiet."""
 
     @classmethod
-    def start(cls, circuit: CircuitRecord) -> Watch:
-        settled_s, stats = settle(circuit)
+    def start(cls, circuit: CircuitRecord, quiet_first: bool = True) -> Watch:
+        """Watch from now, after waiting for the circuit to go quiet unless `quiet_first`
+        is false (a watch begun while a run goes on, over its measured part only)."""
+        if quiet_first:
+            settled_s, stats = settle(circuit)
+        else:
+            settled_s, stats = 0.0, emulator.request(Path(circuit.control), {"op": "stats"})
         arena_full = _arena_full_in(stats)
         return cls(circuit, time.monotonic_ns(), _tun_dropped(circuit), arena_full,
                    host_steal_s(), settled_s)  # fmt: skip

@@ -5,10 +5,12 @@ The receiver (`udt_harness recv`) starts in the server's namespace and says
 `{"listening": PORT}` once bound; the sender (`udt_harness send`) in the client's
 namespace announces the length, sends it from memory and waits for the receiver's one-byte
 answer. Each prints one JSON line, with the buffer sizes in force as UDT reads them back.
-The goodput is the receiver's: its bytes over the time from the accepted handshake to the
-last byte. UDT runs "out of the box" (its own buffers and flow window) unless
-`buffer_bytes` is given ("tuned": UDT's and UDP's buffers and the flow window hold that
-many bytes, meant to be the bandwidth-delay product, never less than UDT's defaults).
+The goodput is the receiver's: its bytes over the time from its first data (the announced
+length leads them, in their first packet) to the last byte, as Hurricane's runs from its
+first datagram: the handshake's round trip before it is not UDT's to pay. UDT runs "out
+of the box" (its own buffers and flow window) unless `buffer_bytes` is given ("tuned":
+UDT's and UDP's buffers and the flow window hold that many bytes, meant to be the
+bandwidth-delay product, never less than UDT's defaults).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class UdtResult:
     goodput_bps: float
     """The receiver's bytes over its time."""
     seconds: float
-    """The receiver's: from the accepted handshake to the last byte."""
+    """The receiver's: from the first data in to the last byte."""
     bytes: int
     sender_seconds: float = 0.0
     """The sender's: from the connection to the receiver's answer (one round trip more)."""
