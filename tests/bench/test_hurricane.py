@@ -4,6 +4,7 @@ the emulator: `longhaul bench hurricane` is the benchmark, not a test)."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import ClassVar
 
 import pytest
@@ -89,64 +90,90 @@ def test_iperf3_cpu_is_both_ends_in_cores() -> None:
     assert bench._iperf3_cpu({}) is None
 
 
-def test_only_iperf3_leaves_its_set_up_and_warm_up_out_of_its_conditions() -> None:
+def test_only_iperf3s_figure_covers_just_the_end_of_its_run() -> None:
     circuit = bench.Circuit(9.6, 163.0)
-    # 4 s of warm-up after three round trips and one per data connection.
-    assert bench.Run("iperf3-cubic-8").unmeasured_s(circuit) == pytest.approx(4 + 11 * 0.163)
-    assert bench.Run("iperf3-bbr-1").unmeasured_s(circuit) == pytest.approx(4 + 4 * 0.163)
+    # 8 s measured, then half a round trip for its last data and the ends' results.
+    assert bench.Run("iperf3-cubic-8").measured_part(circuit) == pytest.approx((8.0, 0.2315))
     for whole in ("hurricane", "gridftp-8", "udt"):
-        assert bench.Run(whole).unmeasured_s(circuit) == 0.0
+        assert bench.Run(whole).measured_part(circuit) is None
+
+
+def test_the_lines_best_stretch_is_over_the_windows_of_the_length_asked() -> None:
+    # 1 GB/s for 3 s, then 2 GB/s for 1 s: the best 2-second stretch ends at 4 s.
+    line = [(t / 10, round(1e8 * t)) for t in range(31)]
+    line += [(3 + t / 10, round(3e9 + 2e8 * t)) for t in range(1, 11)]
+    assert bench.best_window_bps(line, 2.0) == pytest.approx(8 * 3e9 / 2)
+    assert bench.best_window_bps(line, 5.0) is None, "the samples span 4 s"
+    assert bench.best_window_bps([], 1.0) is None
+
+
+def test_a_tcp_run_is_credited_with_no_more_than_the_line_carried() -> None:
+    circuit = bench.Circuit(9.6, 163.0)
+    inflated = {"goodput_gbps": 9.53, "utilization": 1.028}
+    held = bench._within_the_line(inflated, circuit, 0.993 * 9.6e9)
+    assert held["utilization"] == pytest.approx(0.993)
+    assert held["tool_utilization"] == 1.028 and held["line_utilization"] == pytest.approx(0.993)
+    assert held["goodput_gbps"] == pytest.approx(0.993 * 9.6 * 1448 / 1500)
+    honest = bench._within_the_line({"goodput_gbps": 9.1, "utilization": 0.98}, circuit, 9.5e9)
+    assert honest["utilization"] == 0.98
+    assert bench._within_the_line(inflated, circuit, None) == {}
 
 
 class _FakeWatch:
-    """Records how each watch began; finishes with the record of a quiet run."""
+    """Records how each watch finished; finishes with the record of a quiet run."""
 
-    begun: ClassVar[list[bool]] = []
-
-    def __init__(self, quiet_first: bool) -> None:
-        self.quiet_first = quiet_first
+    finished: ClassVar[list[float | None]] = []
 
     @classmethod
-    def start(cls, circuit: object, quiet_first: bool = True) -> _FakeWatch:
-        cls.begun.append(quiet_first)
-        return cls(quiet_first)
+    def start(cls, circuit: object) -> _FakeWatch:
+        return cls()
 
-    def finish(self) -> dict[str, object]:
-        late = 0 if not self.quiet_first else 5_000_000  # the warm-up was late
+    def finish(self, last_s: float | None = None) -> dict[str, object]:
+        self.finished.append(last_s)
+        late = 0 if last_s is not None else 5_000_000
         return {"a_to_b": {"late_held_ns": late}, "b_to_a": {}, "tun_tx_dropped": 0,
                 "arena_full_frames": 0, "host_steal_s": 0.0}  # fmt: skip
 
 
-def test_an_iperf3_runs_conditions_are_watched_from_its_measured_part(
+def test_an_iperf3_runs_figures_and_conditions_cover_its_measured_part(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(bench, "Watch", _FakeWatch)
-    monkeypatch.setattr(bench, "_iperf3_times", lambda circuit: (0.05, 0.1))
+    monkeypatch.setattr(bench, "_iperf3_times", lambda circuit: (0.05, 0.2))
+    delivered = iter(range(0, 10**12, 10**8))  # 1 GB a sample: 8 Gb/s at 0.1 s apart
+    monkeypatch.setattr(
+        bench.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": next(delivered)}}
+    )
 
     def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
-        time.sleep(0.3)
-        return {"utilization": 0.99}
+        time.sleep(0.5)
+        return {"goodput_gbps": 10.0, "utilization": 1.01}
 
     monkeypatch.setattr(bench, "_measure", measure)
-    circuit = bench.Circuit(1.0, 1.0)
-    _FakeWatch.begun.clear()
-    tcp = bench._one(None, circuit, bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
-    assert _FakeWatch.begun == [True, False]
+    record = SimpleNamespace(control="/nonexistent")
+    circuit = bench.Circuit(9.6, 1.0)
+    _FakeWatch.finished.clear()
+    tcp = bench._one(record, circuit, bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
+    assert _FakeWatch.finished == [pytest.approx(0.2 + 0.0005 + 0.15)]
     assert tcp["line_late_ms"] == 0.0
-    _FakeWatch.begun.clear()
-    whole = bench._one(None, circuit, bench.Run("hurricane"), {})  # type: ignore[arg-type]
-    assert _FakeWatch.begun == [True]
-    assert whole["line_late_ms"] == 5.0
+    assert tcp["tool_utilization"] == 1.01
+    assert tcp["utilization"] < 1.0, "held to what the line delivered"
+    _FakeWatch.finished.clear()
+    whole = bench._one(record, circuit, bench.Run("hurricane"), {})  # type: ignore[arg-type]
+    assert _FakeWatch.finished == [None]
+    assert whole["line_late_ms"] == 5.0 and whole["utilization"] == 1.01
 
 
-def test_a_run_that_fails_early_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_that_fails_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "Watch", _FakeWatch)
 
     def refuse(record: object, circuit: object, one: bench.Run, files: object) -> None:
         raise ToolError("iperf3: unable to connect to server")
 
     monkeypatch.setattr(bench, "_measure", refuse)
-    _FakeWatch.begun.clear()
-    failed = bench._one(None, bench.Circuit(1.0, 26.8), bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
+    monkeypatch.setattr(
+        bench.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": 0}}
+    )
+    record = SimpleNamespace(control="/nonexistent")
+    failed = bench._one(record, bench.Circuit(1.0, 26.8), bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
     assert failed == {"error": "iperf3: unable to connect to server"}
-    assert _FakeWatch.begun == [True], "no second watch for a run that ended in its warm-up"

@@ -92,7 +92,8 @@ def _return_path(direction: dict[str, Any], span_s: float, rate_bps: float | Non
 
 def late_held_ms(health: dict[str, Any]) -> float:
     """Line time the emulated line lost to its own late releases over the run, both
-    directions, in ms (a late release is never made up)."""
+    directions, in ms: never made up while the line stays busy (a line with gaps in its
+    traffic catches up in them, so there part of it was not lost)."""
     directions = (health.get("a_to_b") or {}, health.get("b_to_a") or {})
     return float(sum(d.get("late_held_ns", 0) for d in directions)) / 1e6
 

@@ -37,22 +37,22 @@ class Watch:
     """How long the start waited for the circuit to go quiet."""
 
     @classmethod
-    def start(cls, circuit: CircuitRecord, quiet_first: bool = True) -> Watch:
-        """Watch from now, after waiting for the circuit to go quiet unless `quiet_first`
-        is false (a watch begun while a run goes on, over its measured part only)."""
-        if quiet_first:
-            settled_s, stats = settle(circuit)
-        else:
-            settled_s, stats = 0.0, emulator.request(Path(circuit.control), {"op": "stats"})
+    def start(cls, circuit: CircuitRecord) -> Watch:
+        settled_s, stats = settle(circuit)
         arena_full = _arena_full_in(stats)
         return cls(circuit, time.monotonic_ns(), _tun_dropped(circuit), arena_full,
                    host_steal_s(), settled_s)  # fmt: skip
 
-    def finish(self) -> dict[str, Any]:
-        """The emulator's record of the run (`longhaul-wan` `health`), with the frames the
-        TUN devices' queues and the emulator's memory dropped meanwhile."""
+    def finish(self, last_s: float | None = None) -> dict[str, Any]:
+        """The emulator's record of the run (`longhaul-wan` `health`), or of its last
+        `last_s` seconds (a tool whose figure covers only the end of its run), with the
+        frames the TUN devices' queues and the emulator's memory dropped, and the CPU
+        time the hypervisor took, over the whole run."""
         control = Path(self.circuit.control)
-        answer = emulator.request(control, {"op": "health", "since_ns": self.since_ns})
+        since_ns = self.since_ns
+        if last_s is not None:
+            since_ns = max(since_ns, time.monotonic_ns() - round(last_s * 1e9))
+        answer = emulator.request(control, {"op": "health", "since_ns": since_ns})
         answer.pop("ok", None)
         answer["tun_tx_dropped"] = _tun_dropped(self.circuit) - self.tun_dropped
         answer["arena_full_frames"] = _arena_full(self.circuit) - self.arena_full
