@@ -11,6 +11,7 @@ import pytest
 
 from longhaul.bench import hurricane as bench
 from longhaul.measure.tools import ToolError
+from longhaul.testbed import watch
 
 
 def test_every_circuit_sets_hurricane_against_every_peer() -> None:
@@ -98,15 +99,6 @@ def test_only_iperf3s_figure_covers_just_the_end_of_its_run() -> None:
         assert bench.Run(whole).measured_part(circuit) is None
 
 
-def test_the_lines_best_stretch_is_over_the_windows_of_the_length_asked() -> None:
-    # 1 GB/s for 3 s, then 2 GB/s for 1 s: the best 2-second stretch ends at 4 s.
-    line = [(t / 10, round(1e8 * t)) for t in range(31)]
-    line += [(3 + t / 10, round(3e9 + 2e8 * t)) for t in range(1, 11)]
-    assert bench.best_window_bps(line, 2.0) == pytest.approx(8 * 3e9 / 2)
-    assert bench.best_window_bps(line, 5.0) is None, "the samples span 4 s"
-    assert bench.best_window_bps([], 1.0) is None
-
-
 def test_a_tcp_run_is_credited_with_no_more_than_the_line_carried() -> None:
     circuit = bench.Circuit(9.6, 163.0)
     inflated = {"goodput_gbps": 9.53, "utilization": 1.028}
@@ -142,7 +134,7 @@ def test_an_iperf3_runs_figures_and_conditions_cover_its_measured_part(
     monkeypatch.setattr(bench, "_iperf3_times", lambda circuit: (0.05, 0.2))
     delivered = iter(range(0, 10**12, 10**8))  # 1 GB a sample: 8 Gb/s at 0.1 s apart
     monkeypatch.setattr(
-        bench.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": next(delivered)}}
+        watch.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": next(delivered)}}
     )
 
     def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
@@ -172,7 +164,7 @@ def test_a_run_that_fails_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(bench, "_measure", refuse)
     monkeypatch.setattr(
-        bench.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": 0}}
+        watch.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": 0}}
     )
     record = SimpleNamespace(control="/nonexistent")
     failed = bench._one(record, bench.Circuit(1.0, 26.8), bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]

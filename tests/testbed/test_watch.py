@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from longhaul.testbed import watch
 from longhaul.testbed.watch import host_steal_s
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -31,3 +32,12 @@ def test_no_steal_where_the_machine_says_nothing(tmp_path: Path) -> None:
 def test_this_machines_steal_only_grows() -> None:
     first = host_steal_s()
     assert first >= 0.0 and host_steal_s() >= first
+
+
+def test_the_lines_best_stretch_is_over_the_windows_of_the_length_asked() -> None:
+    # 1 GB/s for 3 s, then 2 GB/s for 1 s: the best 2-second stretch ends at 4 s.
+    line = [(t / 10, round(1e8 * t)) for t in range(31)]
+    line += [(3 + t / 10, round(3e9 + 2e8 * t)) for t in range(1, 11)]
+    assert watch.best_window_bps(line, 2.0) == pytest.approx(8 * 3e9 / 2)
+    assert watch.best_window_bps(line, 5.0) is None, "the samples span 4 s"
+    assert watch.best_window_bps([], 1.0) is None

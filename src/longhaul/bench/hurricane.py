@@ -40,8 +40,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent import futures
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,8 +51,8 @@ from longhaul.bench import wan
 from longhaul.measure import health
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
-from longhaul.testbed import CircuitRecord, emulator, netns, serving
-from longhaul.testbed.watch import Watch
+from longhaul.testbed import CircuitRecord, netns, serving
+from longhaul.testbed.watch import Watch, best_window_bps, line_during
 
 REPETITIONS = 3
 PACKET_BYTES = 1500
@@ -254,7 +252,7 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
         if part is None:
             outcome = _measure(record, circuit, one, files)
         else:
-            outcome, line = _measure_watching_the_line(record, circuit, one, files)
+            outcome, line = line_during(record, lambda: _measure(record, circuit, one, files))
     except ToolError as exc:
         return {"error": str(exc)}
     if part is None:
@@ -264,45 +262,6 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
     outcome.update(_conditions(watch.finish(last_s=measured_s + after_s)))
     outcome.update(_within_the_line(outcome, circuit, best_window_bps(line, measured_s)))
     return outcome
-
-
-LINE_SAMPLE_S = 0.1
-"""How often the line's delivered bytes are read while a windowed run goes on."""
-
-
-def _measure_watching_the_line(
-    record: CircuitRecord, circuit: Circuit, one: Run, files: dict[str, Path]
-) -> tuple[dict[str, Any], list[tuple[float, int]]]:
-    """`_measure`, reading meanwhile what the line has delivered from A to B: (monotonic
-    seconds, IP bytes) every `LINE_SAMPLE_S` (a request to the emulator's control
-    socket, a small fraction of a core)."""
-    control = Path(record.control)
-    line: list[tuple[float, int]] = []
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(_measure, record, circuit, one, files)
-        while not futures.wait([running], timeout=LINE_SAMPLE_S).done:
-            stats = emulator.request(control, {"op": "stats"})
-            line.append((time.monotonic(), int(stats["a_to_b"]["tx_bytes"])))
-        return running.result(), line
-
-
-def best_window_bps(line: list[tuple[float, int]], window_s: float) -> float | None:
-    """The most the line delivered over any stretch of about `window_s` (the samples'
-    spacing short of it at most) in the samples `line` of (seconds, cumulative bytes):
-    bits per second, or None if the samples span less."""
-    best = None
-    slack_s = LINE_SAMPLE_S / 2
-    j = 0
-    for i, (t0, b0) in enumerate(line):
-        j = max(j, i + 1)
-        while j < len(line) and line[j][0] - t0 < window_s - slack_s:
-            j += 1
-        if j == len(line):
-            break
-        t1, b1 = line[j]
-        rate = 8 * (b1 - b0) / (t1 - t0)
-        best = rate if best is None else max(best, rate)
-    return best
 
 
 def _within_the_line(outcome: dict[str, Any], circuit: Circuit,

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from longhaul.testbed import emulator, netns
 from longhaul.testbed.state import CircuitRecord
@@ -62,6 +65,46 @@ class Watch:
         answer["covers_s"] = round((answer["to_ns"] - answer["from_ns"]) / 1e9, 3)
         answer["settled_s"] = round(self.settled_s, 3)
         return answer
+
+
+T = TypeVar("T")
+
+LINE_SAMPLE_S = 0.1
+"""How often `line_during` reads what the line has delivered."""
+
+
+def line_during(circuit: CircuitRecord, run: Callable[[], T]) -> tuple[T, list[tuple[float, int]]]:
+    """`run()`, reading meanwhile what the circuit's line has delivered from A to B:
+    (monotonic seconds, IP bytes so far) every `LINE_SAMPLE_S` (a request to the
+    emulator's control socket each: a small fraction of a core). An exception of
+    `run` comes out as it is."""
+    control = Path(circuit.control)
+    line: list[tuple[float, int]] = []
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(run)
+        while not futures.wait([running], timeout=LINE_SAMPLE_S).done:
+            stats = emulator.request(control, {"op": "stats"})
+            line.append((time.monotonic(), int(stats["a_to_b"]["tx_bytes"])))
+        return running.result(), line
+
+
+def best_window_bps(line: list[tuple[float, int]], window_s: float) -> float | None:
+    """The most the line delivered over any stretch of about `window_s` (short of it by
+    half the samples' spacing at most) in `line`'s samples of (seconds, cumulative
+    bytes): bits per second, or None if the samples span less."""
+    best = None
+    slack_s = LINE_SAMPLE_S / 2
+    j = 0
+    for i, (t0, b0) in enumerate(line):
+        j = max(j, i + 1)
+        while j < len(line) and line[j][0] - t0 < window_s - slack_s:
+            j += 1
+        if j == len(line):
+            break
+        t1, b1 = line[j]
+        rate = 8 * (b1 - b0) / (t1 - t0)
+        best = rate if best is None else max(best, rate)
+    return best
 
 
 QUIET_BYTES = 64 * 1024
