@@ -169,3 +169,13 @@ def test_a_run_that_fails_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> No
     record = SimpleNamespace(control="/nonexistent")
     failed = bench._one(record, bench.Circuit(1.0, 26.8), bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
     assert failed == {"error": "iperf3: unable to connect to server"}
+
+
+def test_a_run_that_reports_its_own_error_gets_no_conditions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench, "Watch", _FakeWatch)
+    monkeypatch.setattr(bench, "_measure", lambda *args: {"error": "the file did not land whole"})
+    record = SimpleNamespace(control="/nonexistent")
+    landed = bench._one(record, bench.Circuit(1.0, 163.0), bench.Run("hurricane", "disk-tmpfs"), {})  # type: ignore[arg-type]
+    assert landed == {"error": "the file did not land whole"}

@@ -255,6 +255,8 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
             outcome, line = line_during(record, lambda: _measure(record, circuit, one, files))
     except ToolError as exc:
         return {"error": str(exc)}
+    if "error" in outcome:
+        return outcome
     if part is None:
         outcome.update(_conditions(watch.finish()))
         return outcome
@@ -272,10 +274,10 @@ def _within_the_line(outcome: dict[str, Any], circuit: Circuit,
     than the line's rate when it catches up: eight cubic streams' 8 s at 9.6 Gb/s x
     163 ms came to 1.028 of the payload ceiling in one run, where the line delivered at
     most 0.993 over any 8 s of it (one stream's, in a bench run, to 1.019). The run's
-    `utilization` is the lesser of iperf3's
-    (`tool_utilization`) and the line's best stretch of the measured part's length
-    (`line_utilization`: its IP bytes over the rate, so the payload share cancels, TCP's
-    resent segments included): the most a TCP receiver can have been given then."""
+    `utilization` is the lesser of iperf3's (`tool_utilization`) and the line's best
+    stretch of the measured part's length (`line_utilization`: its IP bytes over the
+    rate, so the payload share cancels, TCP's resent segments included): the most a TCP
+    receiver can have been given then."""
     if line_bps is None:
         return {}
     line_utilization = line_bps / (circuit.rate_gbps * 1e9)
@@ -293,9 +295,9 @@ def _conditions(record: dict[str, Any]) -> dict[str, Any]:
     """What the emulator's record of a run (`Watch.finish`) says about the conditions the
     tool had, none of which a tool can make up: line time the emulated line lost to its
     own late releases (`line_late_ms`, both directions: never made up while the line stays
-    busy; a line with gaps catches up in them),
-    frames its TUN queues and its memory dropped outside the link's own queue and loss
-    (`dropped_outside_link`), and the CPU time the machine's host took (`host_steal_s`)."""
+    busy; a line with gaps catches up in them), frames its TUN queues and its memory
+    dropped outside the link's own queue and loss (`dropped_outside_link`), and the CPU
+    time the machine's host took (`host_steal_s`)."""
     return {
         "line_late_ms": health.late_held_ms(record),
         "dropped_outside_link": int(record["tun_tx_dropped"]) + int(record["arena_full_frames"]),
