@@ -257,12 +257,9 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
         return {"error": str(exc)}
     if "error" in outcome:
         return outcome
-    if part is None:
-        outcome.update(_conditions(watch.finish()))
-        return outcome
-    measured_s, after_s = part
-    outcome.update(_conditions(watch.finish(last_s=measured_s + after_s)))
-    outcome.update(_within_the_line(outcome, circuit, best_window_bps(line, measured_s)))
+    outcome.update(_conditions(watch.finish(last_s=None if part is None else sum(part))))
+    if part is not None:
+        outcome.update(_within_the_line(outcome, circuit, best_window_bps(line, part[0])))
     return outcome
 
 

@@ -75,8 +75,9 @@ LINE_SAMPLE_S = 0.1
 
 def line_during(circuit: CircuitRecord, run: Callable[[], T]) -> tuple[T, list[tuple[float, int]]]:
     """`run()`, reading meanwhile what the circuit's line has delivered from A to B:
-    (monotonic seconds, IP bytes so far) every `LINE_SAMPLE_S` (a request to the
-    emulator's control socket each: a small fraction of a core). An exception of
+    (monotonic seconds, IP bytes so far) every `LINE_SAMPLE_S`: a `stats` request to
+    the emulator's control socket each, whose round trip took 0.08 ms (median of 200 on
+    an idle 9.6 Gb/s circuit), under 0.1 % of a core at ten a second. An exception of
     `run` comes out as it is."""
     control = Path(circuit.control)
     line: list[tuple[float, int]] = []
