@@ -41,3 +41,13 @@ def test_the_lines_best_stretch_is_over_the_windows_of_the_length_asked() -> Non
     assert watch.best_window_bps(line, 2.0) == pytest.approx(8 * 3e9 / 2)
     assert watch.best_window_bps(line, 5.0) is None, "the samples span 4 s"
     assert watch.best_window_bps([], 1.0) is None
+
+
+def test_a_tool_is_credited_with_no_more_payload_than_the_line_delivered() -> None:
+    share = 1448 / 1500
+    # iperf3 read 1.028 of the payload ceiling; the line delivered 0.993 of 9.6 Gb/s.
+    assert watch.held_to_line(1.028 * 9.6e9 * share, 0.993 * 9.6e9, share) == pytest.approx(
+        0.993 * 9.6e9 * share
+    )
+    assert watch.held_to_line(9.1e9, 9.5e9, share) == 9.1e9, "within the line: as counted"
+    assert watch.held_to_line(9.9e9, None, share) == 9.9e9, "no stretch that long sampled"

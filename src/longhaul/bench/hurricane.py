@@ -52,7 +52,7 @@ from longhaul.measure import health
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
 from longhaul.testbed import CircuitRecord, netns, serving
-from longhaul.testbed.watch import Watch, best_window_bps, line_during
+from longhaul.testbed.watch import Watch, best_window_bps, held_to_line, line_during
 
 REPETITIONS = 3
 PACKET_BYTES = 1500
@@ -265,26 +265,20 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
 
 def _within_the_line(outcome: dict[str, Any], circuit: Circuit,
                      line_bps: float | None) -> dict[str, Any]:  # fmt: skip
-    """A windowed run's figures, held to what the line carried: iperf3 counts what its
-    receiving process read over its measured part, and a process that fell behind its
-    socket (the kernel holding up to a window of data for it) reads that backlog at more
-    than the line's rate when it catches up: eight cubic streams' 8 s at 9.6 Gb/s x
-    163 ms came to 1.028 of the payload ceiling in one run, where the line delivered at
-    most 0.993 over any 8 s of it (one stream's, in a bench run, to 1.019). The run's
+    """A windowed run's figures, held to what the line carried (`held_to_line`): the run's
     `utilization` is the lesser of iperf3's (`tool_utilization`) and the line's best
     stretch of the measured part's length (`line_utilization`: its IP bytes over the
-    rate, so the payload share cancels, TCP's resent segments included): the most a TCP
-    receiver can have been given then."""
+    rate, so the payload share cancels, TCP's resent segments included)."""
     if line_bps is None:
         return {}
-    line_utilization = line_bps / (circuit.rate_gbps * 1e9)
-    tool_utilization = float(outcome["utilization"])
-    utilization = min(tool_utilization, line_utilization)
+    ceiling_bps = _ceiling_bps(circuit, "tcp")
+    tool_bps = float(outcome["utilization"]) * ceiling_bps
+    held_bps = held_to_line(tool_bps, line_bps, PAYLOAD_BYTES["tcp"] / PACKET_BYTES)
     return {
-        "tool_utilization": tool_utilization,
-        "line_utilization": line_utilization,
-        "utilization": utilization,
-        "goodput_gbps": utilization * _ceiling_bps(circuit, "tcp") / 1e9,
+        "tool_utilization": float(outcome["utilization"]),
+        "line_utilization": line_bps / (circuit.rate_gbps * 1e9),
+        "utilization": held_bps / ceiling_bps,
+        "goodput_gbps": held_bps / 1e9,
     }
 
 

@@ -6,6 +6,11 @@ warm-up intervals (`-O`) in its intervals but not in its totals. `parse` copes w
 of it; `run` starts the server and the client in their namespaces, with a timeout that
 grows with the round-trip time and the number of streams (connection set-up and the end
 of a test take round trips per stream).
+
+A campaign row's throughput is iperf3's, held to what the emulated line delivered over
+its best stretch of the measured length (`watch.held_to_line`: a receiving process that
+fell behind its socket reads the backlog faster than the line when it catches up); the
+row keeps both (`tool_throughput_gbps`, `line_gbps` in its extra).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from longhaul.measure.params import KERNEL_CC, Param
 from longhaul.measure.tools import ToolError
 from longhaul.testbed import crosstraffic, encryptor, netns, serving
+from longhaul.testbed.watch import best_window_bps, held_to_line, line_during
 
 if TYPE_CHECKING:
     from longhaul.measure.campaign import Run
@@ -310,7 +316,8 @@ class Iperf3Tool:
         sealed: dict[str, Any] = {}
         try:
             with _middleboxes(circuit, values, sealed):
-                result = run(test)
+                payload_share = _payload_share(encryptor.host_mtu(circuit))
+                result, line = line_during(circuit, lambda: run(test))
             cross = traffic.finish() if traffic is not None else None
         finally:
             if traffic is not None:
@@ -318,7 +325,10 @@ class Iperf3Tool:
         row.variant = variant(values)
         if sealed:
             row.extra["encryptor"] = sealed
-        row.throughput_gbps = result.goodput_bps / 1e9
+        line_bps = best_window_bps(line, test.duration_s)
+        row.throughput_gbps = held_to_line(result.goodput_bps, line_bps, payload_share) / 1e9
+        row.extra["tool_throughput_gbps"] = result.goodput_bps / 1e9
+        row.extra["line_gbps"] = None if line_bps is None else line_bps / 1e9
         row.retransmits = result.retransmits
         row.rtt_ms = result.rtt_mean_ms
         row.rtt_std_ms = result.rtt_std_ms
@@ -338,6 +348,18 @@ class Iperf3Tool:
             )
             raw["cross_traffic"] = {"sent": cross.sent, "received": cross.received}
         return raw
+
+
+TCP_IP_HEADER_BYTES = 52
+"""IPv4 20 and TCP 20 bytes, and the 12 of the timestamp option Linux sends by default
+(`net.ipv4.tcp_timestamps` = 1, ip-sysctl.rst)."""
+
+
+def _payload_share(mtu_bytes: int) -> float:
+    """The most TCP payload a full-sized packet carries per IP byte at `mtu_bytes`: an
+    upper bound on any run's share (smaller segments carry less; an encryptor's trailer,
+    or cross-traffic, adds line bytes that carry none of the run's payload)."""
+    return (mtu_bytes - TCP_IP_HEADER_BYTES) / mtu_bytes
 
 
 def variant(values: dict[str, Any]) -> str | None:
