@@ -18,8 +18,8 @@ of the tool's own payload in 1,500-byte IP packets (Hurricane 1,427 of 1,500 byt
 goodput is the receiver's (first datagram to last byte in; Hurricane's without the
 bytes of its first receive, which came in before its clock started); iperf3's leaves out its
 warm-up (-O) and is held to what the line delivered over as long a stretch
-(`_within_the_line`); GridFTP's runs from `150 Beginning transfer` to `operation
-complete`.
+(`_within_the_line`); GridFTP's runs from the client's first data callback to
+`operation complete`, without that callback's bytes.
 
 Faults: `hurricane faults` sends real files in virtual time under loss (random and
 bursty), reordering, duplication, corruption, a link down for 2 s, kills of either side,

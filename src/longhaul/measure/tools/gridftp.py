@@ -14,10 +14,13 @@ client asks for a partial file (`-len`: ERET with a length), since /dev/zero has
 
 globus-url-copy's `-vb` prints its progress once a second and not at the end (a transfer
 under a second prints nothing), so the time is taken from its debug output (`-dbg`),
-stamped as it arrives: from the server's `150 Beginning transfer` to the client's
-`operation complete`, the data channels' set-up included, the control channel's log-in
-left out. The bytes are the client's own count (its data callbacks). The server's
-transfer log (`-Z`) adds its view: its time, and TCP retransmits per stream.
+stamped as it arrives. Goodput runs from the first data to the end, as Hurricane's and
+UDT's do: from the client's first data callback to its `operation complete`, counting
+the bytes after that first callback (the data channels' set-up, about a round trip
+after the server's `150 Beginning transfer`, and the control channel's log-in left
+out). The whole transfer's time, from `150`, is kept beside it. The bytes are the
+client's own count (its data callbacks). The server's transfer log (`-Z`) adds its
+view: its time, and TCP retransmits per stream.
 """
 
 from __future__ import annotations
@@ -90,10 +93,21 @@ class Transfer:
     """From `150 Beginning transfer` to `operation complete`, as the client saw them."""
     bytes: int
     """Bytes the client received (the sum of its data callbacks)."""
+    data_seconds: float = 0.0
+    """From the client's first data callback to `operation complete`."""
+    first_data_bytes: int = 0
+    """What that first callback brought (before `data_seconds` began)."""
     vb_bytes: int | None = None
     """The last -vb progress line: bytes so far, and the average rate then (none for a
     transfer under a second)."""
     vb_avg_bps: float | None = None
+
+    @property
+    def goodput_bps(self) -> float:
+        """From the first data on: the bytes after the first callback over `data_seconds`."""
+        if self.data_seconds <= 0:
+            return 0.0
+        return (self.bytes - self.first_data_bytes) * 8 / self.data_seconds
 
 
 @dataclass(frozen=True)
@@ -110,6 +124,7 @@ class ServerLog:
 @dataclass(frozen=True)
 class GridftpResult:
     goodput_bps: float
+    """The bytes after the first data callback over `data_seconds` (`Transfer`)."""
     seconds: float
     bytes: int
     streams: int
@@ -157,6 +172,7 @@ def parse(transcript: str) -> Transfer:
     start_s: float | None = None
     end_s: float | None = None
     received = 0
+    first_data: tuple[float, int] | None = None
     vb: tuple[int, float] | None = None
     error: list[str] = []
     for line in transcript.splitlines():
@@ -176,14 +192,18 @@ def parse(transcript: str) -> Transfer:
             end_s = at_s
         elif callback := _CALLBACK.search(text):
             received += int(callback[1])
+            first_data = first_data or (at_s, int(callback[1]))
     if error:
         raise GridftpError(f"globus-url-copy: {' '.join(e for e in error if e)}")
     if start_s is None or end_s is None:
         tail = transcript.strip()[-200:] or "(nothing)"
         raise NoTransferError(f"no finished transfer in globus-url-copy -dbg output: {tail}")
+    first_s, first_bytes = first_data or (end_s, 0)
     return Transfer(
         seconds=end_s - start_s,
         bytes=received,
+        data_seconds=end_s - first_s,
+        first_data_bytes=first_bytes,
         vb_bytes=vb[0] if vb else None,
         vb_avg_bps=vb[1] if vb else None,
     )
@@ -260,7 +280,7 @@ def run(test: GridftpTest) -> GridftpResult:
             "cut the transfer short (see its log, or run the two commands by hand)"
         )
     return GridftpResult(
-        goodput_bps=transfer.bytes * 8 / transfer.seconds if transfer.seconds > 0 else 0.0,
+        goodput_bps=transfer.goodput_bps,
         seconds=transfer.seconds,
         bytes=transfer.bytes,
         streams=test.streams,
