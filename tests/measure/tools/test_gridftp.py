@@ -14,6 +14,7 @@ from longhaul.measure.tools.gridftp import (
     GridftpError,
     GridftpTest,
     NoTransferError,
+    Transfer,
     parse,
     parse_server_log,
     tcp_buffer_bytes,
@@ -47,6 +48,9 @@ def test_goodput_runs_from_the_first_data_as_hurricanes_and_udts_do():
     assert transfer.data_seconds == pytest.approx(0.034843 - 0.011258)
     assert transfer.first_data_bytes == 262_144
     assert transfer.goodput_bps == pytest.approx((50_000_000 - 262_144) * 8 / (0.034843 - 0.011258))
+    # All in one callback: nothing after it to time, so the whole transfer's time.
+    whole = Transfer(seconds=0.5, bytes=262_144, data_seconds=0.1, first_data_bytes=262_144)
+    assert whole.goodput_bps == pytest.approx(262_144 * 8 / 0.5)
 
 
 def test_the_progress_line_is_read_in_mebibytes():

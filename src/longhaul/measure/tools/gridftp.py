@@ -104,10 +104,11 @@ class Transfer:
 
     @property
     def goodput_bps(self) -> float:
-        """From the first data on: the bytes after the first callback over `data_seconds`."""
-        if self.data_seconds <= 0:
-            return 0.0
-        return (self.bytes - self.first_data_bytes) * 8 / self.data_seconds
+        """From the first data on: the bytes after the first callback over `data_seconds`
+        (a transfer that came in one callback: all of it over `seconds`)."""
+        if self.data_seconds > 0 and self.bytes > self.first_data_bytes:
+            return (self.bytes - self.first_data_bytes) * 8 / self.data_seconds
+        return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)
