@@ -156,6 +156,28 @@ def test_an_iperf3_runs_figures_and_conditions_cover_its_measured_part(
     assert whole["line_late_ms"] == 5.0 and whole["utilization"] == 1.01
 
 
+def test_gridftps_figure_is_held_to_the_line_over_the_time_it_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench, "Watch", _FakeWatch)
+    delivered = iter(range(0, 10**12, 10**8))  # 1 GB a sample: 8 Gb/s at 0.1 s apart
+    monkeypatch.setattr(
+        watch.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": next(delivered)}}
+    )
+
+    def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
+        time.sleep(0.5)
+        return {"goodput_gbps": 9.5, "utilization": 1.0001, "timed_s": 0.3}
+
+    monkeypatch.setattr(bench, "_measure", measure)
+    record = SimpleNamespace(control="/nonexistent")
+    _FakeWatch.finished.clear()
+    grid = bench._one(record, bench.Circuit(9.6, 1.0), bench.Run("gridftp-8"), {})  # type: ignore[arg-type]
+    assert _FakeWatch.finished == [None], "its conditions cover its whole run"
+    assert "timed_s" not in grid and grid["tool_utilization"] == 1.0001
+    assert grid["utilization"] < 1.0, "held to what the line delivered"
+
+
 def test_a_run_that_fails_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "Watch", _FakeWatch)
 

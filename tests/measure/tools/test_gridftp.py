@@ -50,7 +50,7 @@ def test_goodput_runs_from_the_first_data_as_hurricanes_and_udts_do():
     assert transfer.goodput_bps == pytest.approx((50_000_000 - 262_144) * 8 / (0.034843 - 0.011258))
     # All in one callback: nothing after it to time, so the whole transfer's time.
     whole = Transfer(seconds=0.5, bytes=262_144, data_seconds=0.1, first_data_bytes=262_144)
-    assert whole.goodput_bps == pytest.approx(262_144 * 8 / 0.5)
+    assert whole.goodput_bps == pytest.approx(262_144 * 8 / 0.5) and whole.timed_seconds == 0.5
 
 
 def test_the_progress_line_is_read_in_mebibytes():

@@ -103,10 +103,20 @@ class Transfer:
     vb_avg_bps: float | None = None
 
     @property
+    def _from_first_data(self) -> bool:
+        return self.data_seconds > 0 and self.bytes > self.first_data_bytes
+
+    @property
+    def timed_seconds(self) -> float:
+        """What goodput is over: `data_seconds`, or for a transfer that came in one
+        callback (nothing after it to time) `seconds`."""
+        return self.data_seconds if self._from_first_data else self.seconds
+
+    @property
     def goodput_bps(self) -> float:
         """From the first data on: the bytes after the first callback over `data_seconds`
         (a transfer that came in one callback: all of it over `seconds`)."""
-        if self.data_seconds > 0 and self.bytes > self.first_data_bytes:
+        if self._from_first_data:
             return (self.bytes - self.first_data_bytes) * 8 / self.data_seconds
         return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
 
@@ -127,6 +137,8 @@ class GridftpResult:
     goodput_bps: float
     """The bytes after the first data callback over `data_seconds` (`Transfer`)."""
     seconds: float
+    timed_seconds: float
+    """What `goodput_bps` is over (`Transfer.timed_seconds`)."""
     bytes: int
     streams: int
     tcp_buffer_bytes: int = 0
@@ -283,6 +295,7 @@ def run(test: GridftpTest) -> GridftpResult:
     return GridftpResult(
         goodput_bps=transfer.goodput_bps,
         seconds=transfer.seconds,
+        timed_seconds=transfer.timed_seconds,
         bytes=transfer.bytes,
         streams=test.streams,
         tcp_buffer_bytes=tcp_buffer_bytes(test),
