@@ -160,9 +160,13 @@ def test_gridftps_figure_is_held_to_the_line_over_the_time_it_timed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(bench, "Watch", _FakeWatch)
-    delivered = iter(range(0, 10**12, 10**8))  # 1 GB a sample: 8 Gb/s at 0.1 s apart
+    # The data come back from the server (B to A): 1 GB a sample there, 8 Gb/s at 0.1 s
+    # apart; only acknowledgements the other way.
+    delivered = iter(range(0, 10**12, 10**8))
     monkeypatch.setattr(
-        watch.emulator, "request", lambda control, body: {"a_to_b": {"tx_bytes": next(delivered)}}
+        watch.emulator,
+        "request",
+        lambda control, body: {"a_to_b": {"tx_bytes": 0}, "b_to_a": {"tx_bytes": next(delivered)}},
     )
 
     def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
@@ -176,6 +180,7 @@ def test_gridftps_figure_is_held_to_the_line_over_the_time_it_timed(
     assert _FakeWatch.finished == [None], "its conditions cover its whole run"
     assert "timed_s" not in grid and grid["tool_utilization"] == 1.0001
     assert grid["utilization"] < 1.0, "held to what the line delivered"
+    assert grid["line_utilization"] == pytest.approx(8 / 9.6, rel=0.2), "from B to A"
 
 
 def test_a_run_that_fails_keeps_its_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,12 @@ class Run:
             return None
         _, duration = _iperf3_times(circuit)
         return duration, circuit.rtt_ms / 2e3 + 0.15
+
+    @property
+    def data_direction(self) -> str:
+        """Where the data flow: from the source host (`a_to_b`), but GridFTP's client, in
+        the source host, downloads from the server (`b_to_a`)."""
+        return "b_to_a" if self.tool.startswith("gridftp") else "a_to_b"
 
     @property
     def over_tcp(self) -> bool:
@@ -257,7 +264,8 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
     part = one.measured_part(circuit)
     try:
         if one.over_tcp:
-            outcome, line = line_during(record, lambda: _measure(record, circuit, one, files))
+            measure = partial(_measure, record, circuit, one, files)
+            outcome, line = line_during(record, measure, one.data_direction)
         else:
             outcome = _measure(record, circuit, one, files)
     except ToolError as exc:
