@@ -135,7 +135,7 @@ class ServerLog:
 @dataclass(frozen=True)
 class GridftpResult:
     goodput_bps: float
-    """The bytes after the first data callback over `data_seconds` (`Transfer`)."""
+    """`Transfer.goodput_bps`: from the first data callback on."""
     seconds: float
     timed_seconds: float
     """What `goodput_bps` is over (`Transfer.timed_seconds`)."""
