@@ -99,14 +99,20 @@ def test_only_iperf3s_figure_covers_just_the_end_of_its_run() -> None:
         assert bench.Run(whole).measured_part(circuit) is None
 
 
+TCP_CEILING_GBPS = 9.6 * 1448 / 1500
+"""The payload ceiling of a 9.6 Gb/s line in 1,500-byte TCP packets."""
+
+
 def test_a_tcp_run_is_credited_with_no_more_than_the_line_carried() -> None:
     circuit = bench.Circuit(9.6, 163.0)
-    inflated = {"goodput_gbps": 9.53, "utilization": 1.028}
+    inflated = {"goodput_gbps": 1.028 * TCP_CEILING_GBPS, "utilization": 1.028}
     held = bench._within_the_line(inflated, circuit, 0.993 * 9.6e9)
     assert held["utilization"] == pytest.approx(0.993)
-    assert held["tool_utilization"] == 1.028 and held["line_utilization"] == pytest.approx(0.993)
+    assert held["tool_utilization"] == pytest.approx(1.028)
+    assert held["line_utilization"] == pytest.approx(0.993)
     assert held["goodput_gbps"] == pytest.approx(0.993 * 9.6 * 1448 / 1500)
-    honest = bench._within_the_line({"goodput_gbps": 9.1, "utilization": 0.98}, circuit, 9.5e9)
+    honest = {"goodput_gbps": 0.98 * TCP_CEILING_GBPS, "utilization": 0.98}
+    honest = bench._within_the_line(honest, circuit, 9.5e9)
     assert honest["utilization"] == pytest.approx(0.98)
     assert bench._within_the_line(inflated, circuit, None) == {}
 
@@ -139,7 +145,7 @@ def test_an_iperf3_runs_figures_and_conditions_cover_its_measured_part(
 
     def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
         time.sleep(0.5)
-        return {"goodput_gbps": 10.0, "utilization": 1.01}
+        return {"goodput_gbps": 1.01 * TCP_CEILING_GBPS, "utilization": 1.01}
 
     monkeypatch.setattr(bench, "_measure", measure)
     record = SimpleNamespace(control="/nonexistent")
@@ -148,7 +154,7 @@ def test_an_iperf3_runs_figures_and_conditions_cover_its_measured_part(
     tcp = bench._one(record, circuit, bench.Run("iperf3-cubic-1"), {})  # type: ignore[arg-type]
     assert _FakeWatch.finished == [pytest.approx(0.2 + 0.0005 + 0.15)]
     assert tcp["line_late_ms"] == 0.0
-    assert tcp["tool_utilization"] == 1.01
+    assert tcp["tool_utilization"] == pytest.approx(1.01)
     assert tcp["utilization"] < 1.0, "held to what the line delivered"
     _FakeWatch.finished.clear()
     whole = bench._one(record, circuit, bench.Run("hurricane"), {})  # type: ignore[arg-type]
@@ -171,14 +177,14 @@ def test_gridftps_figure_is_held_to_the_line_over_the_time_it_timed(
 
     def measure(record: object, circuit: object, one: bench.Run, files: object) -> dict[str, float]:
         time.sleep(0.5)
-        return {"goodput_gbps": 9.5, "utilization": 1.0001, "timed_s": 0.3}
+        return {"goodput_gbps": 1.0001 * TCP_CEILING_GBPS, "utilization": 1.0001, "timed_s": 0.3}
 
     monkeypatch.setattr(bench, "_measure", measure)
     record = SimpleNamespace(control="/nonexistent")
     _FakeWatch.finished.clear()
     grid = bench._one(record, bench.Circuit(9.6, 1.0), bench.Run("gridftp-8"), {})  # type: ignore[arg-type]
     assert _FakeWatch.finished == [None], "its conditions cover its whole run"
-    assert "timed_s" not in grid and grid["tool_utilization"] == 1.0001
+    assert "timed_s" not in grid and grid["tool_utilization"] == pytest.approx(1.0001)
     assert grid["utilization"] < 1.0, "held to what the line delivered"
     assert grid["line_utilization"] == pytest.approx(8 / 9.6, rel=0.2), "from B to A"
 

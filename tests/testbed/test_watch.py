@@ -51,3 +51,8 @@ def test_a_tool_is_credited_with_no_more_payload_than_the_line_delivered() -> No
     )
     assert watch.held_to_line(9.1e9, 9.5e9, share) == 9.1e9, "within the line: as counted"
     assert watch.held_to_line(9.9e9, None, share) == 9.9e9, "no stretch that long sampled"
+
+
+def test_the_payload_a_packet_can_carry_bounds_the_line_from_above() -> None:
+    assert watch.tcp_payload_share() == pytest.approx(1448 / 1500)
+    assert watch.tcp_payload_share(9000) == pytest.approx(8948 / 9000)

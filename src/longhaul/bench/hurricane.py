@@ -54,11 +54,18 @@ from longhaul.measure import health
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
 from longhaul.testbed import CircuitRecord, netns, serving
-from longhaul.testbed.watch import Watch, best_window_bps, held_to_line, line_during
+from longhaul.testbed.watch import (
+    TCP_IP_HEADER_BYTES,
+    Watch,
+    best_window_bps,
+    held_to_line,
+    line_during,
+    tcp_payload_share,
+)
 
 REPETITIONS = 3
 PACKET_BYTES = 1500
-PAYLOAD_BYTES = {"hurricane": 1427, "tcp": 1448, "udt": 1456}
+PAYLOAD_BYTES = {"hurricane": 1427, "tcp": PACKET_BYTES - TCP_IP_HEADER_BYTES, "udt": 1456}
 """What a 1,500-byte IP packet carries of each tool's payload."""
 DISK_FILE_BYTES = {1.0: 1 << 30, 9.6: 4 << 30}
 """By rate: the file sent disk to disk (about 8.6 and 3.6 s), and on those circuits the
@@ -291,10 +298,10 @@ def _within_the_line(outcome: dict[str, Any], circuit: Circuit,
     if line_bps is None:
         return {}
     ceiling_bps = _ceiling_bps(circuit, "tcp")
-    tool_bps = float(outcome["utilization"]) * ceiling_bps
-    held_bps = held_to_line(tool_bps, line_bps, PAYLOAD_BYTES["tcp"] / PACKET_BYTES)
+    tool_bps = float(outcome["goodput_gbps"]) * 1e9
+    held_bps = held_to_line(tool_bps, line_bps, tcp_payload_share(PACKET_BYTES))
     return {
-        "tool_utilization": float(outcome["utilization"]),
+        "tool_utilization": tool_bps / ceiling_bps,
         "line_utilization": line_bps / (circuit.rate_gbps * 1e9),
         "utilization": held_bps / ceiling_bps,
         "goodput_gbps": held_bps / 1e9,

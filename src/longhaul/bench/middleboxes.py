@@ -35,6 +35,7 @@ from longhaul.measure import payloads
 from longhaul.measure.tools import ToolError
 from longhaul.measure.tools import accelerator as accel
 from longhaul.testbed import CircuitRecord, netns
+from longhaul.testbed.watch import tcp_payload_share
 from longhaul.topology import circuits, usn
 
 RATE_GBPS = 1.0
@@ -85,7 +86,7 @@ class Cell:
         return SECONDS["accelerated" if self.accelerated else "none"]
 
     def expected_bps(self, rtt_ms: float) -> float:
-        line = RATE_GBPS * 1e9 * wan.MSS_BYTES / wan.PACKET_BYTES
+        line = RATE_GBPS * 1e9 * tcp_payload_share()
         if self.accelerated:
             return line
         return min(line, self.streams * accel.PINNED_WINDOW_BYTES * 8 / (rtt_ms / 1e3))

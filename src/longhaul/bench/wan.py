@@ -16,7 +16,8 @@ cross-traffic; and one stream through HTB rate limiting over a veth pair at the 
 rate with no delay, against the emulator with none, in the same run: a peer on this
 machine to set the figures against.
 
-Utilization counts each packet's TCP/IP headers: goodput x 1500 / 1448, over the rate.
+Utilization counts each packet's TCP/IP headers: goodput x 1500 / 1448 (`tcp_payload_share`),
+over the rate.
 A TCP run's goodput is held to what the line delivered (`watch.held_to_line`): iperf3
 counts what its receiving process read over its measured part, which can be more than the
 line carried then (a process behind its socket reads the backlog faster than the line);
@@ -40,12 +41,15 @@ from longhaul.measure import health
 from longhaul.measure.tools import iperf3, ping
 from longhaul.testbed import CircuitRecord, Testbed, crosstraffic, netns
 from longhaul.testbed.netns import TestbedError
-from longhaul.testbed.watch import Watch, best_window_bps, held_to_line, line_during
+from longhaul.testbed.watch import (
+    Watch,
+    best_window_bps,
+    held_to_line,
+    line_during,
+    tcp_payload_share,
+)
 from longhaul.topology.circuits import CircuitSpec, queue_floor_bytes
 
-MSS_BYTES = 1448
-"""TCP payload of a 1,500-byte packet with timestamps (20 IP + 32 TCP header bytes)."""
-PACKET_BYTES = 1500
 REPETITIONS = 3
 LOOP_RTTS_MS = (0.28, 26.8, 163.0, 653.0)
 """USN's loops: ORNL local, ORNL-Chicago, to Sunnyvale, four times to Sunnyvale."""
@@ -302,16 +306,16 @@ def _iperf3(testbed: Testbed, circuit: CircuitRecord, case: Case) -> dict[str, A
     # part's length (iperf3's set-up takes 9 round trips and more, so a stretch at a
     # fixed time from the start can fall in its warm-up).
     delivered_bps = best_window_bps(line, case.duration_s)
-    goodput = held_to_line(result.goodput_bps, delivered_bps, MSS_BYTES / PACKET_BYTES)
+    goodput = held_to_line(result.goodput_bps, delivered_bps, tcp_payload_share())
     return {
         "case": case,
         "goodput_gbps": goodput / 1e9,
-        "utilization": goodput * PACKET_BYTES / MSS_BYTES / circuit.rate_bps,
+        "utilization": goodput / tcp_payload_share() / circuit.rate_bps,
         "tool_goodput_gbps": result.goodput_bps / 1e9,
         "rtt_mean_ms": result.rtt_mean_ms,
         "rtt_std_ms": result.rtt_std_ms,
         "retransmits": result.retransmits,
-        "emulator_delivered_gbps": (delivered_bps or 0.0) / 1e9,
+        "emulator_delivered_gbps": None if delivered_bps is None else delivered_bps / 1e9,
         "cross_received_gbps": None if cross is None else cross.received_rate_bps / 1e9,
         **_emulator(record, "tcp_throughput", time.monotonic() - started, circuit),
     }
@@ -370,7 +374,7 @@ def _peer(circuit: CircuitRecord, case: Case) -> dict[str, Any]:
     goodput = result.goodput_bps
     return {
         "goodput_gbps": goodput / 1e9,
-        "utilization": goodput * PACKET_BYTES / MSS_BYTES / circuit.rate_bps,
+        "utilization": goodput / tcp_payload_share() / circuit.rate_bps,
         "retransmits": result.retransmits,
     }
 

@@ -111,6 +111,19 @@ def best_window_bps(line: list[tuple[float, int]], window_s: float) -> float | N
     return best
 
 
+TCP_IP_HEADER_BYTES = 52
+"""IPv4 20 and TCP 20 bytes, and the 12 of the timestamp option Linux sends by default
+(`net.ipv4.tcp_timestamps` = 1, ip-sysctl.rst)."""
+
+
+def tcp_payload_share(mtu_bytes: int = 1500) -> float:
+    """The most TCP payload a full-sized packet carries per IP byte at `mtu_bytes` (1,448
+    of 1,500): an upper bound on any run's share (smaller segments carry less; an
+    encryptor's trailer, or cross-traffic, adds line bytes that carry none of the run's
+    payload)."""
+    return (mtu_bytes - TCP_IP_HEADER_BYTES) / mtu_bytes
+
+
 def held_to_line(tool_bps: float, line_bps: float | None, payload_share: float) -> float:
     """What a tool counted (payload bits per second over its measured part), held to what
     the line delivered over its best stretch of that length (`line_bps`, IP bits per

@@ -98,10 +98,3 @@ def test_campaigns_may_put_the_hosts_behind_link_encryptors():
     assert variant({"encryptor": "none", "host_mtu_bytes": 9000}) == "plain, MTU 9000"
     assert variant({"encryptor": "drop", "host_mtu_bytes": 9000}) == "encrypted (drop), MTU 9000"
     assert variant({"encryptor": "fragment", "host_mtu_bytes": 0}) == "encrypted"
-
-
-def test_the_payload_a_packet_can_carry_bounds_the_line_from_above() -> None:
-    from longhaul.measure.tools.iperf3 import _payload_share  # noqa: PLC0415
-
-    assert _payload_share(1500) == pytest.approx(1448 / 1500)
-    assert _payload_share(9000) == pytest.approx(8948 / 9000)

@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 from longhaul.measure.params import KERNEL_CC, Param
 from longhaul.measure.tools import ToolError
 from longhaul.testbed import crosstraffic, encryptor, netns, serving
-from longhaul.testbed.watch import best_window_bps, held_to_line, line_during
+from longhaul.testbed.watch import (
+    best_window_bps,
+    held_to_line,
+    line_during,
+    tcp_payload_share,
+)
 
 if TYPE_CHECKING:
     from longhaul.measure.campaign import Run
@@ -316,7 +321,7 @@ class Iperf3Tool:
         sealed: dict[str, Any] = {}
         try:
             with _middleboxes(circuit, values, sealed):
-                payload_share = _payload_share(encryptor.host_mtu(circuit))
+                payload_share = tcp_payload_share(encryptor.host_mtu(circuit))
                 result, line = line_during(circuit, lambda: run(test))
             cross = traffic.finish() if traffic is not None else None
         finally:
@@ -348,18 +353,6 @@ class Iperf3Tool:
             )
             raw["cross_traffic"] = {"sent": cross.sent, "received": cross.received}
         return raw
-
-
-TCP_IP_HEADER_BYTES = 52
-"""IPv4 20 and TCP 20 bytes, and the 12 of the timestamp option Linux sends by default
-(`net.ipv4.tcp_timestamps` = 1, ip-sysctl.rst)."""
-
-
-def _payload_share(mtu_bytes: int) -> float:
-    """The most TCP payload a full-sized packet carries per IP byte at `mtu_bytes`: an
-    upper bound on any run's share (smaller segments carry less; an encryptor's trailer,
-    or cross-traffic, adds line bytes that carry none of the run's payload)."""
-    return (mtu_bytes - TCP_IP_HEADER_BYTES) / mtu_bytes
 
 
 def variant(values: dict[str, Any]) -> str | None:
