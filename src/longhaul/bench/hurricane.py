@@ -20,7 +20,7 @@ bytes of its first receive, which came in before its clock started); iperf3's le
 warm-up (-O) and is held to what the line delivered over as long a stretch
 (`_within_the_line`); GridFTP's runs from the client's first data callback to
 `operation complete`, without that callback's bytes, and is held to the line over that
-time too.
+time too. Every run keeps the length its goodput was timed over (`timed_s`).
 
 Faults: `hurricane faults` sends real files in virtual time under loss (random and
 bursty), reordering, duplication, corruption, a link down for 2 s, kills of either side,
@@ -281,8 +281,8 @@ def _one(record: CircuitRecord, circuit: Circuit, one: Run,
         return outcome
     outcome.update(_conditions(watch.finish(last_s=None if part is None else sum(part))))
     if one.over_tcp:
-        timed_s = part[0] if part is not None else float(outcome.pop("timed_s"))
-        outcome.update(_within_the_line(outcome, circuit, best_window_bps(line, timed_s)))
+        line_bps = best_window_bps(line, float(outcome["timed_s"]))
+        outcome.update(_within_the_line(outcome, circuit, line_bps))
     return outcome
 
 
@@ -365,6 +365,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
         "blocks_resent": result.blocks_resent,
         "late_ms": float(result.sent.get("late_ms", 0.0)),
+        "timed_s": result.seconds,
     }
 
 
@@ -377,7 +378,7 @@ def _iperf3(record: CircuitRecord, circuit: Circuit, name: str) -> dict[str, Any
     result = iperf3.run(test)
     return {"goodput_gbps": result.goodput_bps / 1e9,
             "utilization": result.goodput_bps / _ceiling_bps(circuit, "tcp"),
-            "cpu_cores": _iperf3_cpu(result.raw)}  # fmt: skip
+            "cpu_cores": _iperf3_cpu(result.raw), "timed_s": duration}  # fmt: skip
 
 
 def _iperf3_cpu(raw: dict[str, Any]) -> float | None:
@@ -409,7 +410,7 @@ def _udt(record: CircuitRecord, circuit: Circuit) -> dict[str, Any]:
     result = udt.run(test)
     return {"goodput_gbps": result.goodput_bps / 1e9,
             "utilization": result.goodput_bps / _ceiling_bps(circuit, "udt"),
-            "cpu_cores": None}  # fmt: skip
+            "cpu_cores": None, "timed_s": result.seconds}  # fmt: skip
 
 
 FIGURE_DECIMALS = 4
