@@ -71,7 +71,7 @@ fi
 # ns-3, to time it beside the simulator (`make bench`: bench sim's vs_ns3_speedup) and to measure its
 # answers for `longhaul sim validate` again (make ns3-answers): Debian's libns3-dev and g++.
 if [ "${1:-}" = "--ns3" ] && [ ! -f /usr/include/ns3/core-module.h ]; then
-    [ "$(id -u)" = 0 ] || die "the validation needs ns-3: run as root, or apt-get install libns3-dev"
+    [ "$(id -u)" = 0 ] || die "ns-3 is needed (bench sim's vs_ns3_speedup, make ns3-answers): run as root, or apt-get install libns3-dev"
     say "installing libns3-dev (apt-get)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libns3-dev >/dev/null
