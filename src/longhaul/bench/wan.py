@@ -310,7 +310,7 @@ def _iperf3(testbed: Testbed, circuit: CircuitRecord, case: Case) -> dict[str, A
     return {
         "case": case,
         "goodput_gbps": goodput / 1e9,
-        "utilization": goodput / tcp_payload_share() / circuit.rate_bps,
+        "utilization": _utilization(goodput, circuit),
         "tool_goodput_gbps": result.goodput_bps / 1e9,
         "rtt_mean_ms": result.rtt_mean_ms,
         "rtt_std_ms": result.rtt_std_ms,
@@ -319,6 +319,12 @@ def _iperf3(testbed: Testbed, circuit: CircuitRecord, case: Case) -> dict[str, A
         "cross_received_gbps": None if cross is None else cross.received_rate_bps / 1e9,
         **_emulator(record, "tcp_throughput", time.monotonic() - started, circuit),
     }
+
+
+def _utilization(goodput_bps: float, circuit: CircuitRecord) -> float:
+    """TCP goodput over the most a full-sized TCP packet stream carries at the circuit's
+    rate (`tcp_payload_share`): the emulator's runs and the HTB peer's alike."""
+    return goodput_bps / tcp_payload_share() / circuit.rate_bps
 
 
 def _emulator(
@@ -374,7 +380,7 @@ def _peer(circuit: CircuitRecord, case: Case) -> dict[str, Any]:
     goodput = result.goodput_bps
     return {
         "goodput_gbps": goodput / 1e9,
-        "utilization": goodput / tcp_payload_share() / circuit.rate_bps,
+        "utilization": _utilization(goodput, circuit),
         "retransmits": result.retransmits,
     }
 
