@@ -4,6 +4,8 @@ the emulator: `longhaul bench hurricane` is the benchmark, not a test)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import ClassVar
 
@@ -212,3 +214,86 @@ def test_a_run_that_reports_its_own_error_gets_no_conditions(
     record = SimpleNamespace(control="/nonexistent")
     landed = bench._one(record, bench.Circuit(1.0, 163.0), bench.Run("hurricane", "disk-tmpfs"), {})  # type: ignore[arg-type]
     assert landed == {"error": "the file did not land whole"}
+
+
+def test_a_subset_of_tools_runs_only_those() -> None:
+    disk_circuit = bench.Circuit(9.6, 163.0)
+    assert bench.runs_for(disk_circuit, ("iperf3-cubic-8", "udt")) == [
+        bench.Run("iperf3-cubic-8"),
+        bench.Run("udt"),
+    ]
+    assert bench.runs_for(disk_circuit, ("hurricane",)) == [
+        bench.Run("hurricane"),
+        bench.Run("hurricane", "disk-tmpfs"),
+        bench.Run("hurricane", "disk-fs"),
+    ]
+    assert bench.runs_for(bench.Circuit(9.6, 650.0), ("hurricane",)) == [bench.Run("hurricane")]
+    assert [r.tool for r in bench.runs_for(bench.Circuit(1.0, 26.8))] == list(bench.TOOLS)
+
+
+def test_a_circuit_is_written_rate_by_rtt_by_loss() -> None:
+    assert bench.parse_circuit("9.6x163") == bench.Circuit(9.6, 163.0)
+    assert bench.parse_circuit("9.6X163x1e-4") == bench.Circuit(9.6, 163.0, 1e-4)
+    assert bench.parse_circuit("1x26.8").key in {c.key for c in bench.CIRCUITS}
+    for wrong in ("9.6", "fast", "9.6x163x1e-4x2", "9.6 163"):
+        with pytest.raises(ValueError, match=r"RATExRTT\[xLOSS\]"):
+            bench.parse_circuit(wrong)
+    for out_of_range in ("0x163", "9.6x-1", "9.6x163x1", "infx163", "nanx163"):
+        with pytest.raises(ValueError, match="positive"):
+            bench.parse_circuit(out_of_range)
+
+
+def test_the_estimate_counts_the_faults_only_when_they_run() -> None:
+    circuits = (bench.Circuit(1.0, 26.8),)
+    with_faults = bench.estimate_s(2, circuits, ("udt",), faults=True)
+    assert with_faults - bench.estimate_s(2, circuits, ("udt",), faults=False) == 60
+    assert bench.estimate_s(2, circuits, ("udt",)) == with_faults
+    assert bench.estimate_s(3) > bench.estimate_s(1)
+
+
+def test_a_part_of_the_bench_runs_what_it_names_and_no_faults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[tuple[float, str, str]] = []
+
+    @contextmanager
+    def fake_testbed() -> Iterator[object]:
+        yield object()
+
+    @contextmanager
+    def fake_circuit(testbed: object, spec: object) -> Iterator[object]:
+        yield SimpleNamespace(spec=spec)
+
+    def one(record: object, circuit: bench.Circuit, run: bench.Run, files: object) -> dict:
+        ran.append((circuit.rtt_ms, run.tool, run.mode))
+        return {"error": "not run in a test"}
+
+    def no_faults(*args: object) -> dict:
+        raise AssertionError("faults ran with --fault-transfers 0")
+
+    @contextmanager
+    def no_disk_files(sizes: set[int]) -> Iterator[dict]:
+        assert sizes == set(), "disk files made for a run without Hurricane"
+        yield {}
+
+    monkeypatch.setattr(bench.wan, "own_testbed", fake_testbed)
+    monkeypatch.setattr(bench.wan, "circuit_for", fake_circuit)
+    monkeypatch.setattr(bench, "_one", one)
+    monkeypatch.setattr(bench, "_disk_files", no_disk_files)
+    monkeypatch.setattr(bench, "_virtual_faults", no_faults)
+    monkeypatch.setattr(bench, "_emulated_faults", no_faults)
+    circuits = (bench.Circuit(9.6, 650.0), bench.Circuit(9.6, 163.0))
+    report = bench.run(2, None, circuits, fault_transfers=0, tools=("iperf3-cubic-8",))
+    assert report["faults"] is None
+    # Each circuit warmed up once by Hurricane, smaller first, then the tool asked for.
+    assert (
+        ran
+        == [(163.0, "hurricane", "memory")]
+        + [(163.0, "iperf3-cubic-8", "memory")] * 2
+        + [(650.0, "hurricane", "memory")]
+        + [(650.0, "iperf3-cubic-8", "memory")] * 2
+    )
+    assert [(c["rtt_ms"], c["tool"], c["failed_runs"]) for c in report["cases"]] == [
+        (163.0, "iperf3-cubic-8", 2),
+        (650.0, "iperf3-cubic-8", 2),
+    ]

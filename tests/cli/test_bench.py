@@ -43,3 +43,15 @@ def test_bench_paths_refuses_a_calendar_it_cannot_read(cli):
     result = cli("bench", "paths", "--json", "--topologies", "n30_2x", "--samples", "3")
     assert result.returncode != 0
     assert "n30_2x" in result.stderr
+
+
+def test_bench_hurricane_names_the_tools_it_knows_when_asked_for_another(cli):
+    result = cli("bench", "hurricane", "--tool", "iperf3-cubic-8", "--tool", "scp")
+    assert result.returncode == 2
+    assert "no tool scp" in result.stderr and "gridftp-8" in result.stderr
+
+
+def test_bench_hurricane_says_how_to_write_a_circuit(cli):
+    result = cli("bench", "hurricane", "--circuit", "9.6")
+    assert result.returncode == 2
+    assert "RATExRTT[xLOSS]" in result.stderr and "9.6x163x1e-4" in result.stderr

@@ -34,6 +34,7 @@ reason.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import statistics
@@ -169,13 +170,37 @@ def _udt_bytes(circuit: Circuit) -> int:
     return 250_000_000
 
 
-def runs_for(circuit: Circuit) -> list[Run]:
-    runs = [Run("hurricane")]
-    if circuit.key in DISK_CIRCUITS:
-        runs += [Run("hurricane", "disk-tmpfs"), Run("hurricane", "disk-fs")]
-    runs += [Run("iperf3-cubic-1"), Run("iperf3-cubic-8"), Run("iperf3-bbr-1"),
-             Run("gridftp-8"), Run("udt")]  # fmt: skip
+TOOLS = ("hurricane", "iperf3-cubic-1", "iperf3-cubic-8", "iperf3-bbr-1", "gridftp-8", "udt")
+"""Every tool the benchmark runs, Hurricane and its peers."""
+
+
+def runs_for(circuit: Circuit, tools: tuple[str, ...] = TOOLS) -> list[Run]:
+    """Each of `tools` on `circuit`, memory to memory; Hurricane also disk to disk where
+    the circuit is one of `DISK_CIRCUITS`."""
+    runs = []
+    for name in tools:
+        runs.append(Run(name))
+        if name == "hurricane" and circuit.key in DISK_CIRCUITS:
+            runs += [Run("hurricane", "disk-tmpfs"), Run("hurricane", "disk-fs")]
     return runs
+
+
+def parse_circuit(text: str) -> Circuit:
+    """A circuit written `RATExRTT[xLOSS]`, Gb/s and ms: `9.6x163`, `9.6x163x1e-4`."""
+    parts = text.lower().split("x")
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (2, 3):
+        raise ValueError(
+            f"{text!r} is not a circuit: write RATExRTT[xLOSS] in Gb/s and ms, e.g. 9.6x163 "
+            "or 9.6x163x1e-4"
+        )
+    rate, rtt, loss = (*numbers, 0.0)[:3]
+    if not (all(map(math.isfinite, numbers)) and rate > 0 and rtt > 0 and 0 <= loss < 1):
+        raise ValueError(f"{text!r}: the rate and RTT must be positive, the loss in [0, 1)")
+    return Circuit(rate, rtt, loss)
 
 
 WARM_UP = Run("hurricane")
@@ -189,16 +214,27 @@ resends)."""
 Progress = Callable[[str, float, float], None]
 
 
+def estimate_s(repetitions: int, circuits: tuple[Circuit, ...] = CIRCUITS,
+               tools: tuple[str, ...] = TOOLS, faults: bool = True) -> float:  # fmt: skip
+    """About how long `run` takes with these arguments (the faults about a minute)."""
+    plan = [(c, r) for c in circuits for r in runs_for(c, tools)]
+    total = sum(r.estimate_s(c) * repetitions for c, r in plan) + (60 if faults else 0)
+    return total + sum(WARM_UP.estimate_s(c) for c in circuits)
+
+
 def run(repetitions: int = REPETITIONS, progress: Progress | None = None,
         circuits: tuple[Circuit, ...] = CIRCUITS, fault_transfers: int = FAULT_TRANSFERS,
-        ) -> dict[str, Any]:  # fmt: skip
-    plan = [(c, r) for c in circuits for r in runs_for(c)]
-    total = sum(r.estimate_s(c) * repetitions for c, r in plan) + 60
-    total += sum(WARM_UP.estimate_s(c) for c in circuits)
+        tools: tuple[str, ...] = TOOLS) -> dict[str, Any]:  # fmt: skip
+    """Every run of `tools` on `circuits`, `repetitions` times each, and
+    `fault_transfers` transfers under faults in virtual time plus the emulated ones on the
+    first circuit (none of either with 0: `faults` is then None)."""
+    total = estimate_s(repetitions, circuits, tools, faults=fault_transfers > 0)
     done = 0.0
     results: list[dict[str, Any]] = []
     emulated: dict[str, int] = {}
-    sizes = {DISK_FILE_BYTES[c.rate_gbps] for c in circuits if c.key in DISK_CIRCUITS}
+    virtual: dict[str, Any] = {}
+    sizes = {DISK_FILE_BYTES[c.rate_gbps] for c in circuits
+             if c.key in DISK_CIRCUITS and "hurricane" in tools}  # fmt: skip
     with wan.own_testbed() as testbed, _disk_files(sizes) as files:
         # The smallest circuits first (a taken-down circuit's memory goes back slowly).
         for circuit in sorted(circuits, key=lambda c: c.rate_gbps * c.rtt_ms):
@@ -208,7 +244,7 @@ def run(repetitions: int = REPETITIONS, progress: Progress | None = None,
                     progress(f"warm-up, {_label(circuit, WARM_UP)}", done, total)
                 _one(record, circuit, WARM_UP, files)
                 done += WARM_UP.estimate_s(circuit)
-                for one in runs_for(circuit):
+                for one in runs_for(circuit, tools):
                     outcomes = []
                     for repetition in range(repetitions):
                         if progress:
@@ -216,17 +252,18 @@ def run(repetitions: int = REPETITIONS, progress: Progress | None = None,
                         outcomes.append(_one(record, circuit, one, files))
                         done += one.estimate_s(circuit)
                     results.append(_summarize(circuit, one, outcomes))
-                if not emulated:
+                if fault_transfers and not emulated:
                     if progress:
                         progress("faults on the emulated circuit", done, total)
                     emulated = _emulated_faults(record)
-        if progress:
-            progress(f"{fault_transfers} fault transfers in virtual time", done, total)
-        virtual = _virtual_faults(fault_transfers)
+        if fault_transfers:
+            if progress:
+                progress(f"{fault_transfers} fault transfers in virtual time", done, total)
+            virtual = _virtual_faults(fault_transfers)
     if progress:
         progress("done", total, total)
-    return {"cases": results, "faults": _faults(virtual, emulated),
-            "machine": _machine()}  # fmt: skip
+    faults = _faults(virtual, emulated) if fault_transfers else None
+    return {"cases": results, "faults": faults, "machine": _machine()}
 
 
 def _label(circuit: Circuit, one: Run) -> str:

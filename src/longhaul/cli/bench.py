@@ -191,17 +191,40 @@ def hurricane(
         int, typer.Option(help="Runs of each case (median, least and most are reported).", min=1)
     ] = hurricane_bench.REPETITIONS,
     fault_transfers: Annotated[
-        int, typer.Option(help="Transfers under injected faults in virtual time.", min=1)
+        int,
+        typer.Option(
+            help="Transfers under injected faults in virtual time; 0 skips the faults, "
+            "virtual and emulated (`faults` is then null).",
+            min=0,
+        ),
     ] = hurricane_bench.FAULT_TRANSFERS,
+    circuit: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only this circuit: RATExRTT or RATExRTTxLOSS, in Gb/s and ms (e.g. 9.6x163, "
+            "9.6x163x1e-4); repeat for more. Default: the five of the benchmark.",
+        ),
+    ] = None,
+    tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=f"Only this tool ({', '.join(hurricane_bench.TOOLS)}); repeat for more. "
+            "Default: all.",
+        ),
+    ] = None,
 ) -> None:
     """Hurricane against iperf3 (cubic x1, x8; bbr), GridFTP and UDT on emulated circuits
     (1 Gb/s x 26.8 and 163 ms, 9.6 Gb/s x 163 and 650 ms, and with 1e-4 loss), memory
-    to memory and disk to disk, and transfers under injected faults (needs root)."""
-    plan = [(c, r) for c in hurricane_bench.CIRCUITS for r in hurricane_bench.runs_for(c)]
-    minutes = sum(r.estimate_s(c) * repetitions for c, r in plan) / 60
+    to memory and disk to disk, and transfers under injected faults (needs root).
+    `--circuit`, `--tool` and `--fault-transfers 0` run a part of it; `LONGHAUL_WAN` and
+    `HURRICANE` name other builds of the emulator and of Hurricane to run."""
+    circuits, tools = _hurricane_subset(circuit, tool)
+    minutes = hurricane_bench.estimate_s(repetitions, circuits, tools, fault_transfers > 0) / 60
     err_console.print(f"About {minutes:.0f} minutes.")
     report = _on_the_testbed(
-        lambda progress: hurricane_bench.run(repetitions, progress, fault_transfers=fault_transfers)
+        lambda progress: hurricane_bench.run(
+            repetitions, progress, circuits, fault_transfers=fault_transfers, tools=tools
+        )
     )
     if json_output:
         print_json(report)
@@ -223,8 +246,28 @@ def hurricane(
         )  # fmt: skip
     console.print(table)
     faults = report["faults"]
+    if faults is None:
+        console.print("faults: not run (--fault-transfers 0)")
+        return
     console.print(f"faults: {faults['transfers']} transfers, {faults['corrupted']} corrupted, "
                   f"{faults['resumed']} resumed, {faults['refused']} refused")  # fmt: skip
+
+
+def _hurricane_subset(
+    circuits: list[str] | None, tools: list[str] | None
+) -> tuple[tuple[hurricane_bench.Circuit, ...], tuple[str, ...]]:
+    """The circuits and tools `--circuit` and `--tool` ask for (all where not given); an
+    unknown one ends the command with what is known."""
+    chosen_tools = tuple(tools) if tools else hurricane_bench.TOOLS
+    unknown = [t for t in chosen_tools if t not in hurricane_bench.TOOLS]
+    if unknown:
+        fail(f"no tool {', '.join(unknown)}: choose from {', '.join(hurricane_bench.TOOLS)}")
+    if not circuits:
+        return hurricane_bench.CIRCUITS, chosen_tools
+    try:
+        return tuple(hurricane_bench.parse_circuit(c) for c in circuits), chosen_tools
+    except ValueError as exc:
+        fail(str(exc))
 
 
 @app.command()

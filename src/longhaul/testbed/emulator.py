@@ -21,8 +21,17 @@ STOP_TIMEOUT_S = 5.0
 
 
 def binary() -> Path:
-    """The emulator: `$LONGHAUL_WAN`, the workspace's release build, or one on PATH."""
-    return binaries.cargo_built("LONGHAUL_WAN", "longhaul-wan", TestbedUnavailableError)
+    """The emulator: `$LONGHAUL_WAN`, the workspace's release build, or one on PATH. Its
+    file must be called `longhaul-wan`: that name is how the testbed knows its emulators
+    (`is_ours`), to stop them and no other process."""
+    found = binaries.cargo_built("LONGHAUL_WAN", "longhaul-wan", TestbedUnavailableError)
+    if found.name != "longhaul-wan":
+        raise TestbedUnavailableError(
+            f"LONGHAUL_WAN names {found}, which is not called longhaul-wan: the testbed "
+            "would not know it as its emulator; copy it into a folder of its own as "
+            "longhaul-wan (e.g. /tmp/try/longhaul-wan) and name that"
+        )
+    return found
 
 
 def missing() -> str | None:
