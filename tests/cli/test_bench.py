@@ -1,8 +1,12 @@
-"""`longhaul bench paths` prints its figures as JSON (a tiny run: shape, not speed)."""
+"""`longhaul bench paths` prints its figures as JSON (a tiny run: shape, not speed); the
+testbed benchmarks refuse what they cannot run and say how long they will take."""
 
 import json
 
+import pytest
+
 from longhaul.bench.paths import QUERIES
+from longhaul.cli.bench import _say_how_long
 
 
 def test_bench_paths_json_shape(cli):
@@ -55,3 +59,12 @@ def test_bench_hurricane_says_how_to_write_a_circuit(cli):
     result = cli("bench", "hurricane", "--circuit", "9.6")
     assert result.returncode == 2
     assert "RATExRTT[xLOSS]" in result.stderr and "9.6x163x1e-4" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(20, "Under a minute."), (70, "About 1 minute."), (1500, "About 25 minutes.")],
+)
+def test_a_benchmark_says_how_long_it_will_take(seconds, said, capsys):
+    _say_how_long(seconds)
+    assert capsys.readouterr().err.strip() == said

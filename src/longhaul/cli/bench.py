@@ -157,8 +157,7 @@ def wan(
     cubic at 9.6 Gb/s over 163 and 650 ms, loss, cross-traffic, and HTB beside it as a
     peer; with the emulator's lateness, largest 1 ms rate and memory (needs root)."""
     cases = [replace(c, repetitions=repetitions) for c in wan_bench.suite()]
-    minutes = sum(c.estimate_s() for c in cases) / 60
-    err_console.print(f"About {minutes:.0f} minutes.")
+    _say_how_long(sum(c.estimate_s() for c in cases))
     report = _on_the_testbed(lambda progress: wan_bench.run(cases, progress))
     if json_output:
         print_json(report)
@@ -219,8 +218,7 @@ def hurricane(
     `--circuit`, `--tool` and `--fault-transfers 0` run a part of it; `LONGHAUL_WAN` and
     `HURRICANE` name other builds of the emulator and of Hurricane to run."""
     circuits, tools = _hurricane_subset(circuit, tool)
-    minutes = hurricane_bench.estimate_s(repetitions, circuits, tools, fault_transfers > 0) / 60
-    err_console.print(f"About {minutes:.0f} minutes.")
+    _say_how_long(hurricane_bench.estimate_s(repetitions, circuits, tools, fault_transfers > 0))
     report = _on_the_testbed(
         lambda progress: hurricane_bench.run(
             repetitions, progress, circuits, fault_transfers=fault_transfers, tools=tools
@@ -330,7 +328,7 @@ def middleboxes(
     else:
         seconds = sum(c.estimate_s(repetitions) for c in cells)
         seconds += sum(r.estimate_s(repetitions) for r in rows)
-        err_console.print(f"About {seconds / 60:.0f} minutes.")
+        _say_how_long(seconds)
         measured = _on_the_testbed(
             lambda progress: middleboxes_bench.run(cells, repetitions, progress, rows)
         )
@@ -391,6 +389,14 @@ def _print_encryptor(rows: list[dict[str, Any]]) -> None:
 
 def _label_of(cell: dict[str, Any]) -> str:
     return f"{cell['features']}, {cell['data']}, {cell['streams']} stream(s), {cell['miles']:,} mi"
+
+
+def _say_how_long(seconds: float) -> None:
+    """A benchmark's expected length, before it starts: "About 25 minutes."."""
+    minutes = round(seconds / 60)
+    err_console.print(
+        "Under a minute." if minutes < 1 else f"About {minutes} minute{'s' * (minutes > 1)}."
+    )
 
 
 def _on_the_testbed(work: Callable[[TimedProgress], dict[str, Any]]) -> dict[str, Any]:
