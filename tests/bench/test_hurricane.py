@@ -3,9 +3,11 @@ the emulator: `longhaul bench hurricane` is the benchmark, not a test)."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import SimpleNamespace
 from typing import ClassVar
 
@@ -252,7 +254,7 @@ def test_the_estimate_counts_the_faults_only_when_they_run() -> None:
 
 
 def test_a_part_of_the_bench_runs_what_it_names_and_no_faults(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     ran: list[tuple[float, str, str]] = []
 
@@ -282,6 +284,12 @@ def test_a_part_of_the_bench_runs_what_it_names_and_no_faults(
     monkeypatch.setattr(bench, "_disk_files", no_disk_files)
     monkeypatch.setattr(bench, "_virtual_faults", no_faults)
     monkeypatch.setattr(bench, "_emulated_faults", no_faults)
+    builds = {}
+    for name in ("longhaul-wan", "hurricane"):
+        builds[name] = tmp_path / name
+        builds[name].write_bytes(name.encode())
+    monkeypatch.setattr(bench.emulator, "binary", lambda: builds["longhaul-wan"])
+    monkeypatch.setattr(bench.tool, "binary", lambda: builds["hurricane"])
     circuits = (bench.Circuit(9.6, 650.0), bench.Circuit(9.6, 163.0))
     report = bench.run(2, None, circuits, fault_transfers=0, tools=("iperf3-cubic-8",))
     assert report["faults"] is None
@@ -297,3 +305,9 @@ def test_a_part_of_the_bench_runs_what_it_names_and_no_faults(
         (163.0, "iperf3-cubic-8", 2),
         (650.0, "iperf3-cubic-8", 2),
     ]
+    # Which builds ran, by digest (`LONGHAUL_WAN` and `HURRICANE` may name others).
+    assert report["machine"]["builds"]["hurricane"] == {
+        "path": str(builds["hurricane"]),
+        "sha256": hashlib.sha256(b"hurricane").hexdigest(),
+    }
+    assert report["machine"]["builds"]["longhaul-wan"]["path"] == str(builds["longhaul-wan"])

@@ -33,6 +33,7 @@ reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -54,7 +55,7 @@ from longhaul.bench import wan
 from longhaul.measure import health
 from longhaul.measure.tools import ToolError, gridftp, iperf3, udt
 from longhaul.measure.tools import hurricane as tool
-from longhaul.testbed import CircuitRecord, netns, serving
+from longhaul.testbed import CircuitRecord, emulator, netns, serving
 from longhaul.testbed.watch import (
     TCP_IP_HEADER_BYTES,
     Watch,
@@ -580,4 +581,14 @@ def _faults(virtual: dict[str, Any], emulated: dict[str, int]) -> dict[str, Any]
 
 
 def _machine() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "kernel": os.uname().release}
+    """Where the figures were measured, and with which builds of the emulator and of
+    Hurricane (`LONGHAUL_WAN`, `HURRICANE` may name others than the workspace's)."""
+    builds = {"longhaul-wan": emulator.binary(), "hurricane": tool.binary()}
+    return {"cpus": os.cpu_count(), "kernel": os.uname().release,
+            "builds": {name: build_identity(path) for name, path in builds.items()}}  # fmt: skip
+
+
+def build_identity(path: Path) -> dict[str, str]:
+    """A binary's path and the SHA-256 of its bytes: two runs of the same digest ran the
+    same build, wherever it lay."""
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
