@@ -483,6 +483,7 @@ impl<F: Clone> Direction<F> {
             self.hold_back_next = false;
             self.counters.reordered += 1;
             let held = self.line.pop_back().expect("not empty");
+            self.line_wire_bytes -= held.slot.wire_bytes;
             self.enqueue(slot, frame);
             self.enqueue(held.slot, held.frame);
             return 1;

@@ -399,6 +399,8 @@ fn faults_reorder_and_duplicate() {
     assert_eq!(out.len() as u64, 10_000 + c.duplicated);
     let swapped = out.windows(2).filter(|w| w[0] > w[1]).count() as u64;
     assert_eq!(swapped, c.reordered);
+    // A frame held back is counted in flight once, not again when it goes back on.
+    assert_eq!(l.in_flight_bytes(), 0);
 }
 
 #[test]
