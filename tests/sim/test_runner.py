@@ -61,6 +61,17 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another():
     assert other["counters"] != first["counters"]
 
 
+def test_one_thread_gives_what_two_give():
+    # 10 ms: each side's link holds a packet 5 ms, long enough to run on two threads.
+    one, two = (runner.run_scenario(small(seed=3, loss=1e-3), threads=t) for t in (1, 2))
+    assert one["counters"]["packets_dropped_line"] > 0
+    assert (one["end"], one["intervals"], one["counters"]) == (
+        two["end"],
+        two["intervals"],
+        two["counters"],
+    )
+
+
 def test_a_bad_scenario_names_its_field():
     with pytest.raises(InputError, match=r"path\.loss\.random"):
         runner.run_scenario({**small(), "path": {**small()["path"], "loss": {"random": "x"}}})

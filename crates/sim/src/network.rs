@@ -13,7 +13,7 @@
 
 use std::any::Any;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -460,7 +460,7 @@ fn resolve_flow(
 }
 
 /// Each flow's route in both directions, as link node ids: `[forward, back]`.
-type Routes = Rc<Vec<[Vec<NodeId>; 2]>>;
+type Routes = Arc<Vec<[Vec<NodeId>; 2]>>;
 
 /// Forwards a packet onto the next link of its flow's route, at once.
 pub struct Switch {
@@ -513,7 +513,7 @@ fn build(r: &ResolvedNetwork) -> Built {
             )
         })
         .collect();
-    let routes: Routes = Rc::new(
+    let routes: Routes = Arc::new(
         flows
             .iter()
             .map(|&(g, _, _)| {
@@ -561,7 +561,7 @@ fn build(r: &ResolvedNetwork) -> Built {
     }
     for _ in &r.switches {
         sim.add(Box::new(Switch {
-            routes: Rc::clone(&routes),
+            routes: Arc::clone(&routes),
         }));
     }
     let mut link_nodes = Vec::new();

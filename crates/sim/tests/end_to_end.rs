@@ -1,7 +1,7 @@
 //! Whole runs: determinism per seed, conservation of bytes, and throughput against what
 //! theory says (full utilization without loss, the Mathis formula with random loss).
 
-use longhaul_sim::run::{Report, run};
+use longhaul_sim::run::{Report, Threads, run, run_with};
 use longhaul_sim::scenario::load;
 
 fn simulate(json: &str, seed: Option<u64>) -> Report {
@@ -31,6 +31,37 @@ fn a_seed_repeats_exactly_and_another_seed_differs() {
     assert_eq!(a, b);
     let c = deterministic_part(&simulate(LOSSY, Some(8)));
     assert_ne!(a["counters"], c["counters"]);
+}
+
+/// Paths long enough to run on two threads: several flows under random and bursty
+/// loss with a shallow queue, flows of ten round-trip times and two congestion controls,
+/// flows both ways, and a receiver's bus slower than the path.
+const TWO_THREADED: [&str; 4] = [
+    r#"{"duration_s": 3, "interval_s": 0.5, "cc": "cubic", "streams": 4,
+        "path": {"rate_bps": 1e9, "rtt_ms": 40, "queue_bytes": 500000,
+                 "loss": {"random": 1e-4, "burst": {"p_good_to_bad": 1e-4, "p_bad_to_good": 0.3}}}}"#,
+    r#"{"duration_s": 3,
+        "path": {"rate_bps": 2e9, "rtt_ms": 5, "queue_bytes": 2000000, "loss": {"random": 1e-5}},
+        "flows": [{"streams": 2, "cc": "cubic", "rtt_ms": 5}, {"streams": 2, "cc": "htcp", "rtt_ms": 60},
+                  {"streams": 1, "cc": "reno", "rtt_ms": 120}]}"#,
+    r#"{"duration_s": 3,
+        "path": {"rate_bps": 1e9, "rtt_ms": 20, "queue_bytes": 1000000, "loss": {"random": 1e-5},
+                 "reverse_loss": {"random": 1e-5}},
+        "flows": [{"streams": 2, "cc": "reno"}, {"streams": 2, "cc": "cubic", "reverse": true}]}"#,
+    r#"{"duration_s": 3, "cc": "bic",
+        "path": {"rate_bps": 1e9, "rtt_ms": 30, "queue_bytes": 3000000},
+        "hosts": {"receiver": {"bus_rate_bps": 6e8}}}"#,
+];
+
+#[test]
+fn two_threads_give_what_one_gives() {
+    for json in TWO_THREADED {
+        let r = load(json, Some(5)).expect("valid scenario");
+        let one = deterministic_part(&run_with(&r, Threads::One));
+        let two = deterministic_part(&run_with(&r, Threads::Two));
+        assert_eq!(one, two, "{json}");
+        assert!(one["counters"]["conserved"].as_bool().unwrap(), "{json}");
+    }
 }
 
 #[test]

@@ -42,7 +42,8 @@ def against_ns3() -> dict[str, Any]:
     longhaul-sim ran. Raises ns3.Ns3UnavailableError when ns-3 is not installed."""
     case = scaled_case()
     theirs = ns3.timed(case)
-    ours = runner.run_scenario(ns3_scenario(case))
+    # One thread, as ns-3 has: the ratio compares the simulators, not the cores.
+    ours = runner.run_scenario(ns3_scenario(case), threads=1)
     sim_wall_s = float(ours["perf"]["wall_s"])
     return {
         "case": {

@@ -89,6 +89,15 @@ def run(
     ],
     seed: Annotated[int | None, typer.Option(help="Seed of the random streams.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
+    threads: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=2,
+            help="2: the path's two sides side by side where its one-way delay is 1 ms or "
+            "more (same results); 1 when other work shares the cores.",
+        ),
+    ] = 2,
 ) -> None:
     """Run one scenario and print its goodput per interval (or the whole JSON report)."""
     from longhaul.sim import runner  # noqa: PLC0415
@@ -96,7 +105,7 @@ def run(
     data = json.loads(scenario.read_text())
     if seed is not None:
         data["seed"] = seed
-    report = runner.run_scenario(data)
+    report = runner.run_scenario(data, threads=threads)
     if as_json:
         print_json(report)
         return

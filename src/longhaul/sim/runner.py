@@ -39,9 +39,12 @@ def missing() -> str | None:
     return None
 
 
-def run_scenario(scenario: dict[str, Any]) -> dict[str, Any]:
-    """One scenario's results (iperf3-shaped JSON plus counters and perf)."""
-    return _simulate("run", scenario)
+def run_scenario(scenario: dict[str, Any], threads: int = 1) -> dict[str, Any]:
+    """One scenario's results (iperf3-shaped JSON plus counters and perf). With two
+    `threads` the simulator runs a long path's two sides side by side, with the same
+    results: for one simulation alone on the machine, never for several side by side
+    (two threads that wait on each other slow down badly when they share a core)."""
+    return _simulate("run", scenario, ["--threads", str(threads)])
 
 
 def run_network(scenario: dict[str, Any]) -> dict[str, Any]:
@@ -77,9 +80,11 @@ def run_rdma(args: Sequence[str]) -> dict[str, Any]:
     )
 
 
-def _simulate(command: str, scenario: dict[str, Any]) -> dict[str, Any]:
+def _simulate(
+    command: str, scenario: dict[str, Any], options: Sequence[str] = ()
+) -> dict[str, Any]:
     done = subprocess.run(
-        [str(binary()), command, "-"],
+        [str(binary()), command, "-", *options],
         input=json.dumps(scenario),
         capture_output=True,
         text=True,

@@ -134,7 +134,7 @@ impl RttSample {
     }
 }
 
-pub trait CongestionControl {
+pub trait CongestionControl: Send {
     fn name(&self) -> &'static str;
     fn window(&self) -> &Window;
     fn window_mut(&mut self) -> &mut Window;

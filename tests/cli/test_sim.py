@@ -1,0 +1,42 @@
+"""`longhaul sim run`: one scenario from a file, on one thread or two, with the same
+results either way, and a thread count it cannot use refused."""
+
+import json
+
+
+def scenario_file(tmp_path):
+    path = tmp_path / "scenario.json"
+    path.write_text(
+        json.dumps(
+            {
+                "duration_s": 1,
+                "cc": "cubic",
+                "seed": 2,
+                "path": {
+                    "rate_bps": 1e9,
+                    "rtt_ms": 20,
+                    "queue_bytes": 1_000_000,
+                    "loss": {"random": 1e-4},
+                },
+            }
+        )
+    )
+    return path
+
+
+def test_one_thread_and_two_give_the_same_run(cli, tmp_path):
+    path = scenario_file(tmp_path)
+    reports = []
+    for threads in ("1", "2"):
+        result = cli("sim", "run", str(path), "--json", "--threads", threads)
+        assert result.returncode == 0, result.stderr
+        reports.append(json.loads(result.stdout))
+    one, two = reports
+    assert one["counters"]["packets_dropped_line"] > 0
+    assert one["end"] == two["end"] and one["counters"] == two["counters"]
+
+
+def test_three_threads_are_refused(cli, tmp_path):
+    result = cli("sim", "run", str(scenario_file(tmp_path)), "--threads", "3")
+    assert result.returncode == 2
+    assert "--threads" in result.stderr
