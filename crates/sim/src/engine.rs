@@ -6,6 +6,9 @@
 //! a node is; it delivers packets and wakes nodes with the opaque token they scheduled.
 //! Packets handed to another node in the same instant are delivered right after the
 //! handler returns, in the order they were sent, without going through the heap.
+//!
+//! The nodes may run in two parts on two threads (`Sim::split`), which meet at the end
+//! of each window to trade the packets one sent the other.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -314,9 +317,9 @@ fn drive(part: &mut Part, me: usize, plan: &Windows, meeting: &Meeting) -> u64 {
 /// (`split`), as a conservative parallel simulation in windows: a packet one part sends
 /// to the other can only go to a node that holds every packet for at least the
 /// lookahead (a link, whose propagation delay is the lookahead at least), and no window
-/// is longer than that, so neither part
-/// needs anything from the other before the window's end, where they trade what they
-/// sent. Each part keeps its own order, so a run is still a function of its inputs.
+/// is longer than that, so neither part needs anything from the other before the
+/// window's end, where they trade what they sent. Each part keeps its own order, so a
+/// run is still a function of its inputs.
 pub struct Sim {
     parts: Vec<Part>,
     /// The part each node belongs to.
