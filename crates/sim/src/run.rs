@@ -274,7 +274,6 @@ pub fn build(r: &Resolved, threads: Threads) -> Testbed {
         let receiving_side: Vec<NodeId> = [fwd_id, receiver_id]
             .into_iter()
             .chain(rx_nic_id)
-            .chain(cross_id)
             .chain(delays.iter().copied())
             .collect();
         sim.split(&receiving_side, one_way_ns);
