@@ -17,6 +17,7 @@ import pytest
 
 from longhaul.testbed import crosstraffic, emulator, watch
 from longhaul.testbed import netns as netns_module
+from longhaul.testbed.testbed import hosts_cpus
 from longhaul.topology.circuits import loop_spec
 
 from .support import PREFIX, ping, settled_ping
@@ -54,6 +55,49 @@ def test_iperf3_gets_the_configured_rate(testbed):
     on_the_wire = goodput * 1538 / 1448  # 1,448 bytes of data take 1,538 of the line
     assert on_the_wire >= 0.95e9, goodput
     assert on_the_wire <= 1.01e9, on_the_wire
+
+
+def _steering_while(circuit, client: list[str], server: list[str]) -> set[tuple[bool, bool]]:
+    """Run `server` in B and `client` in A, and what the emulator's steering of devices
+    A and B was, read every 50 ms while the client ran."""
+    control = Path(circuit.control)
+    seen: set[tuple[bool, bool]] = set()
+    srv = subprocess.Popen(netns_module.command(circuit.dst_ns, server),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        time.sleep(0.3)
+        cli = subprocess.Popen(netns_module.command(circuit.src_ns, client),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            while cli.poll() is None:
+                seen.add(tuple(emulator.request(control, {"op": "stats"})["steering"]["on"]))
+                time.sleep(0.05)
+        finally:
+            cli.wait(timeout=30)
+    finally:
+        srv.kill()
+        srv.wait(timeout=10)
+    return seen
+
+
+@pytest.mark.skipif(not hosts_cpus(), reason="one CPU: nothing to steer to")
+def test_only_tcp_coming_fast_into_a_device_steers_it(testbed):
+    """A host's receive work goes to the other CPUs while TCP comes into its device fast:
+    the data into B (one stream's acknowledgements into A, about one per 64 KB
+    super-packet, stay under the threshold at 1 Gb/s); UDP's stays in the emulator's
+    writes."""
+    [circuit] = testbed.up([1400], rate_bps=1_000_000_000)
+    server = ["iperf3", "-s", "-1", "-p", "5298"]
+    client = ["iperf3", "-c", circuit.dst_addr, "-p", "5298", "-t", "3"]
+    udp = _steering_while(circuit, [*client, "-u", "-b", "600M"], server)
+    assert udp == {(False, False)}, udp
+    tcp = _steering_while(circuit, [*client, "-C", "cubic"], server)
+    assert (False, True) in tcp, tcp
+    time.sleep(0.3)
+    stats = emulator.request(Path(circuit.control), {"op": "stats"})
+    assert stats["steering"]["on"] == [False, False], "quiet again"
+    acks, data = stats["engine"]["tcp_packets_written"]
+    assert data > 10 * acks > 0, (data, acks)
 
 
 def test_random_loss_holds_its_rate(testbed):

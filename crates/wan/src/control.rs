@@ -5,8 +5,9 @@
 //! {"op": "config"}                                  what each direction imposes
 //! {"op": "set", "direction": "both", "rate_bps": 1000000000, "delay_ns": 13400000}
 //! {"op": "health", "since_ns": 123456789}           how faithfully it ran since then
-//! {"op": "steer", "pid": 42, "fds": [[7, "1"], [8, "1"]]}
-//!                                                   steer the hosts' receive work while busy
+//! {"op": "steer", "pid": 42, "fds": [[7, "1", "a"], [8, "1", "b"]]}
+//!                                                   steer each end's receive work while
+//!                                                   TCP comes into it fast
 //! {"op": "stop"}                                    exit as on SIGTERM
 //! ```
 //! `set` changes only the fields it names (`direction`: `a_to_b`, `b_to_a` or `both`);
@@ -113,16 +114,23 @@ fn steer(request: &Value, core: &mut Core) -> Result<(), String> {
     let fds = request
         .get("fds")
         .and_then(Value::as_array)
-        .ok_or("steer: fds must be a list of [descriptor, hex mask]")?
+        .ok_or("steer: fds must be a list of [descriptor, hex mask, end]")?
         .iter()
-        .map(|pair| {
-            let fd = pair
+        .map(|triple| {
+            let side = match triple.get(2).and_then(Value::as_str) {
+                Some("a") => Some(0),
+                Some("b") => Some(1),
+                _ => None,
+            };
+            let fd = triple
                 .get(0)
                 .and_then(Value::as_i64)
                 .and_then(|f| i32::try_from(f).ok());
-            let mask = pair.get(1).and_then(Value::as_str);
-            fd.zip(mask.map(str::to_owned))
-                .ok_or("steer: each of fds is [descriptor, hex mask]")
+            let mask = triple.get(1).and_then(Value::as_str).map(str::to_owned);
+            match (side, fd, mask) {
+                (Some(side), Some(fd), Some(mask)) => Ok((side, fd, mask)),
+                _ => Err("steer: each of fds is [descriptor, hex mask, \"a\" or \"b\"]"),
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
     let steering = crate::steer::Steering::take(pid, &fds).map_err(|e| format!("steer: {e}"))?;

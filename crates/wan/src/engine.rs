@@ -124,6 +124,9 @@ pub struct EngineCounters {
     /// Super-packets cut into segments (a drop or loss fell inside), and the time it took.
     pub cuts: u64,
     pub cut_ns: u64,
+    /// TCP packets (a super-packet's segments each) written into each end: what steering
+    /// follows.
+    pub tcp_packets_written: [u64; 2],
     /// How long writes into each end took: bucket k, less than 2^k us.
     pub write_us: [[u64; 12]; 2],
     pub longest_wait_overshoot_ns: u64,
@@ -170,7 +173,7 @@ pub struct Core {
     last_write_ns: u64,
     /// When each side was last read (or looked at and found empty).
     last_read_ns: [u64; 2],
-    /// Where the hosts' receive work goes while the link is busy (set by `steer`).
+    /// Where the hosts' receive work goes while TCP comes fast (set by `steer`).
     pub steering: Option<Steering>,
     /// Spinners that keep the CPUs awake while the line is quiet (`KeepAwake::Quiet`).
     pub spinners: Option<Spinners>,
@@ -373,6 +376,7 @@ impl Core {
         let mut now = now_ns;
         let mut released = 0;
         let packets_before = self.packets_sent();
+        let tcp_before = self.counters.tcp_packets_written;
         loop {
             // Behind on releases: stop for a read now and then. A frame due after a quiet
             // spell (an idle ping) still goes first, as it always did.
@@ -394,10 +398,11 @@ impl Core {
         let busy = self
             .activity
             .released(now, self.packets_sent() - packets_before);
-        if let Some(steering) = &mut self.steering
-            && steering.is_on() != busy
-        {
-            let _ = steering.set(busy);
+        if let Some(steering) = &mut self.steering {
+            let written = self.counters.tcp_packets_written;
+            for (side, before) in tcp_before.into_iter().enumerate() {
+                steering.written(side, now, written[side] - before);
+            }
         }
         if let Some(spinners) = &self.spinners
             && spinners.is_spinning() == busy
@@ -426,9 +431,11 @@ impl Core {
     /// Release one frame of `direction` if it may leave at `now_ns`; whether one did.
     fn release_one<D: Device>(&mut self, device: &mut D, direction: usize, now_ns: u64) -> bool {
         let late_before = self.link[direction].counters().lateness.sum_ns;
+        let segments_before = self.link[direction].counters().tx_segments;
         let Some(frame) = self.link[direction].release(now_ns) else {
             return false;
         };
+        let segments = self.link[direction].counters().tx_segments - segments_before;
         let late = self.link[direction].counters().lateness.sum_ns - late_before;
         let blame = &mut self.counters.late_after[direction];
         match self.last_step {
@@ -444,11 +451,12 @@ impl Core {
             self.arenas[direction].release(frame);
             return true;
         };
+        let bytes = &self.arenas[direction].bytes(frame)[..len];
+        if packet::carries_tcp(bytes) {
+            self.counters.tcp_packets_written[far] += segments;
+        }
         let began = device.now_ns();
-        if device
-            .write(far, &self.arenas[direction].bytes(frame)[..len])
-            .is_err()
-        {
+        if device.write(far, bytes).is_err() {
             // The device is down or gone: like a cable pulled out, count and go on.
             self.counters.write_errors += 1;
         }

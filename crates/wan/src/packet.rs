@@ -63,6 +63,18 @@ impl VnetHdr {
     }
 }
 
+/// Whether `frame` (virtio header + IP packet) carries TCP, one packet or a super-packet:
+/// IPv4's protocol or IPv6's next header, extension headers not followed.
+pub fn carries_tcp(frame: &[u8]) -> bool {
+    let ip = frame.get(VNET_HDR_LEN..).unwrap_or_default();
+    let protocol = match ip.first().map(|b| b >> 4) {
+        Some(4) => ip.get(9),
+        Some(6) => ip.get(6),
+        _ => None,
+    };
+    protocol == Some(&PROTO_TCP)
+}
+
 /// How a packet appears on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
@@ -565,6 +577,21 @@ pub(crate) mod tests {
             2
         );
         assert!(is_tcp(&frame) && !is_tcp(&udp6_super(1200, 4, 33)));
+    }
+
+    #[test]
+    fn tcp_is_told_from_the_ip_header_whether_one_packet_or_many() {
+        assert!(carries_tcp(&tcp4_super(1448, 1, 10, 0)));
+        assert!(carries_tcp(&tcp4_super(1448, 44, 10, 0)));
+        assert!(!carries_tcp(&udp6_super(1200, 4, 33)));
+        let mut tcp6 = udp6_super(1200, 1, 33);
+        tcp6[VNET_HDR_LEN + 6] = PROTO_TCP;
+        assert!(carries_tcp(&tcp6));
+        let mut udp4 = tcp4_super(1448, 1, 10, 0);
+        udp4[VNET_HDR_LEN + 9] = PROTO_UDP;
+        assert!(!carries_tcp(&udp4));
+        assert!(!carries_tcp(&[0u8; 4]), "too short");
+        assert!(!carries_tcp(&[0u8; VNET_HDR_LEN + 40]), "not IP");
     }
 
     #[test]

@@ -1,12 +1,20 @@
-//! Steering the hosts' receive work off the emulator's CPU, only while the link is busy.
+//! Steering the hosts' receive work off the emulator's CPU, only for TCP and only while
+//! it comes fast.
 //!
 //! Every frame the emulator writes into a TUN device is processed by the receiving host's
-//! kernel (TCP, the echo reply) inside that write, on the emulator's CPU. At 9.6 Gb/s that
-//! is most of a core, and the emulator, doing it, fell behind: steering it to the other
-//! CPUs (receive packet steering, `rps_cpus`) doubled what a circuit carried. But a frame
-//! handed to another CPU costs a virtual machine a wake-up of that CPU, 0.05-0.1 ms of
-//! every idle round trip. So the emulator steers only while frames come fast, and stops
-//! when the link goes quiet.
+//! kernel inside that write, on the emulator's CPU. For TCP that work is heavy and
+//! uneven (an acknowledgement's arrival sends the sender's next segments, a data
+//! segment's queues it and answers it), and at 9.6 Gb/s it is most of a core: the
+//! emulator, doing it, fell behind, and steering it to the other CPUs (receive packet
+//! steering, `rps_cpus`) doubled what a circuit carried. For UDP it is a socket's enqueue,
+//! and steering costs more than it saves: a frame handed to another CPU costs a virtual
+//! machine an inter-processor interrupt, which the hypervisor traps, on both CPUs. A
+//! Hurricane transfer at 9.6 Gb/s x 163 ms (64 KB super-packets) took 33.7 us a write
+//! steered and 17-18 us not, and its goodput went from 0.835 to 0.940 of the line
+//! (median of nine runs each, alternated in rounds of three on one circuit). And it costs
+//! an idle round trip the wake-up of that CPU, 0.05-0.1 ms. So the emulator steers each
+//! device on its own, only while TCP packets come into it fast, and stops when they
+//! stop.
 //!
 //! The emulator cannot open a device's `rps_cpus` itself (only a sysfs mounted inside the
 //! device's network namespace shows it); the testbed opens the files and the emulator
@@ -23,8 +31,9 @@ const ON_PACKETS: u64 = 200;
 const OFF_PACKETS: u64 = 20;
 const WINDOW_NS: u64 = 50_000_000;
 
-/// Whether packets come fast: what steering (on while busy) and keeping the CPUs awake
-/// (on while quiet) follow. Two thresholds, so that a rate between them changes nothing.
+/// Whether packets come fast: what keeping the CPUs awake (on while quiet) follows, and,
+/// counting TCP packets into one device, steering that device (on while busy). Two
+/// thresholds, so that a rate between them changes nothing.
 ///
 /// Packets, not frames: a TUN device hands the emulator super-packets of up to 64 KB,
 /// 44 packets of 1,500 bytes, and a full 1 Gb/s line carries only about 95 of those in a
@@ -57,18 +66,36 @@ impl Activity {
     }
 }
 
-/// The `rps_cpus` file of each device, and the CPUs to steer to.
-pub struct Steering {
-    files: Vec<(File, String)>,
+/// One device's `rps_cpus` file, the CPUs to steer to, and how fast TCP comes into it.
+struct SteeredDevice {
+    file: File,
+    mask: String,
     on: bool,
-    /// Times steering was turned on and off.
+    tcp: Activity,
+}
+
+impl SteeredDevice {
+    fn set(&mut self, on: bool) -> io::Result<()> {
+        let value = if on { self.mask.as_str() } else { "0" };
+        self.file.write_at(format!("{value}\n").as_bytes(), 0)?;
+        self.on = on;
+        Ok(())
+    }
+}
+
+/// The `rps_cpus` file of each end's device (`[A, B]`, either may be missing), each
+/// steered while TCP comes into it fast.
+pub struct Steering {
+    devices: [Option<SteeredDevice>; 2],
+    /// Times steering was turned on or off, on either device.
     pub switches: u64,
 }
 
 impl Steering {
-    /// Take copies of process `pid`'s descriptors `fds`, each with the CPU mask (hex, as
-    /// `rps_cpus` takes it) to steer its device's receive work to.
-    pub fn take(pid: i32, fds: &[(RawFd, String)]) -> io::Result<Steering> {
+    /// Take copies of process `pid`'s descriptors `fds`, each of the device at one end
+    /// (0 is A, 1 is B) with the CPU mask (hex, as `rps_cpus` takes it) to steer its
+    /// receive work to. Both start off.
+    pub fn take(pid: i32, fds: &[(usize, RawFd, String)]) -> io::Result<Steering> {
         // SAFETY: pidfd_open takes a pid and flags, and returns a new descriptor or -1.
         let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
         if pidfd < 0 {
@@ -76,13 +103,18 @@ impl Steering {
         }
         // SAFETY: a descriptor just returned to us.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
-        let mut files = Vec::new();
-        for (fd, mask) in fds {
+        let mut devices = [None, None];
+        for (side, fd, mask) in fds {
             if !mask.chars().all(|c| c.is_ascii_hexdigit()) || mask.is_empty() {
                 return Err(io::Error::other(format!(
                     "mask {mask:?} is not hexadecimal"
                 )));
             }
+            let Some(slot) = devices.get_mut(*side) else {
+                return Err(io::Error::other(format!(
+                    "end {side} is not 0 (A) or 1 (B)"
+                )));
+            };
             // SAFETY: pidfd_getfd takes a pidfd, a descriptor number in that process and
             // flags; it returns a new descriptor of ours, or -1.
             let copy = unsafe {
@@ -96,36 +128,38 @@ impl Steering {
             if copy < 0 {
                 return Err(io::Error::last_os_error());
             }
-            // SAFETY: a descriptor just made for us.
-            files.push((unsafe { File::from_raw_fd(copy as RawFd) }, mask.clone()));
+            let mut device = SteeredDevice {
+                // SAFETY: a descriptor just made for us.
+                file: unsafe { File::from_raw_fd(copy as RawFd) },
+                mask: mask.clone(),
+                on: true,
+                tcp: Activity::default(),
+            };
+            device.set(false)?;
+            *slot = Some(device);
         }
-        let mut steering = Steering {
-            files,
-            on: true,
+        Ok(Steering {
+            devices,
             switches: 0,
+        })
+    }
+
+    /// `tcp_packets` more TCP packets were written into the device at end `side` by
+    /// `now_ns`: steer it if they come fast, stop if they stopped. A failed write of the
+    /// mask leaves that device as it was.
+    pub fn written(&mut self, side: usize, now_ns: u64, tcp_packets: u64) {
+        let Some(device) = self.devices.get_mut(side).and_then(Option::as_mut) else {
+            return;
         };
-        steering.set(false)?;
-        steering.switches = 0;
-        Ok(steering)
+        let busy = device.tcp.released(now_ns, tcp_packets);
+        if busy != device.on && device.set(busy).is_ok() {
+            self.switches += 1;
+        }
     }
 
-    /// Steer (`on`) or let each frame's receiving work run where it was written. A failed
-    /// write leaves steering as it was.
-    pub fn set(&mut self, on: bool) -> io::Result<()> {
-        if on == self.on {
-            return Ok(());
-        }
-        for (file, mask) in &self.files {
-            let value = if on { mask.as_str() } else { "0" };
-            file.write_at(format!("{value}\n").as_bytes(), 0)?;
-        }
-        self.on = on;
-        self.switches += 1;
-        Ok(())
-    }
-
-    pub fn is_on(&self) -> bool {
-        self.on
+    /// Whether the device at each end is steered now (false where there is none).
+    pub fn is_on(&self) -> [bool; 2] {
+        [0, 1].map(|side| self.devices[side].as_ref().is_some_and(|d| d.on))
     }
 }
 
@@ -160,11 +194,52 @@ mod tests {
     }
 
     #[test]
-    fn it_writes_the_mask_and_zero() {
+    fn each_device_is_steered_while_tcp_comes_into_it_fast_and_only_then() {
         let dir = std::env::temp_dir().join(format!("longhaul-steer-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        let open = |name: &str| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .read(true)
+                .write(true)
+                .open(dir.join(name))
+                .unwrap()
+        };
+        let (mut a, mut b) = (open("a"), open("b"));
+        let pid = std::process::id() as i32;
+        let fds = [
+            (0, a.as_raw_fd(), "1".into()),
+            (1, b.as_raw_fd(), "3".into()),
+        ];
+        let mut steering = Steering::take(pid, &fds).unwrap();
+        assert_eq!(
+            (contents(&mut a), contents(&mut b)),
+            ("0\n".into(), "0\n".into())
+        );
+        assert_eq!(steering.is_on(), [false, false], "off to begin with");
+        steering.written(1, 1_000, ON_PACKETS);
+        steering.written(0, 1_000, ON_PACKETS - 1);
+        assert_eq!(steering.is_on(), [false, true]);
+        assert_eq!(
+            (contents(&mut a), contents(&mut b)),
+            ("0\n".into(), "3\n".into())
+        );
+        // A window with fewer than OFF_PACKETS ends it.
+        steering.written(1, WINDOW_NS + 1_000, 0);
+        steering.written(1, 2 * WINDOW_NS + 1_000, OFF_PACKETS - 1);
+        assert_eq!(steering.is_on(), [false, false]);
+        assert_eq!(contents(&mut b), "0\n");
+        assert_eq!(steering.switches, 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_device_that_is_not_there_is_never_steered() {
+        let dir = std::env::temp_dir().join(format!("longhaul-steer-one-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("rps_cpus");
-        let mut ours = std::fs::OpenOptions::new()
+        let mut b = std::fs::OpenOptions::new()
             .create(true)
             .truncate(true)
             .read(true)
@@ -172,16 +247,13 @@ mod tests {
             .open(&path)
             .unwrap();
         let pid = std::process::id() as i32;
-        let mut steering = Steering::take(pid, &[(ours.as_raw_fd(), "1".into())]).unwrap();
-        assert_eq!(contents(&mut ours), "0\n", "quiet to begin with");
-        steering.set(true).unwrap();
-        assert!(steering.is_on());
-        assert_eq!(contents(&mut ours), "1\n");
-        steering.set(false).unwrap();
-        assert!(!steering.is_on());
-        assert_eq!(contents(&mut ours), "0\n");
-        assert_eq!(steering.switches, 2);
-        assert!(Steering::take(pid, &[(ours.as_raw_fd(), "zz".into())]).is_err());
+        let mut steering = Steering::take(pid, &[(1, b.as_raw_fd(), "1".into())]).unwrap();
+        steering.written(0, 1_000, 10 * ON_PACKETS);
+        steering.written(1, 1_000, 10 * ON_PACKETS);
+        assert_eq!(steering.is_on(), [false, true]);
+        assert_eq!(contents(&mut b), "1\n");
+        assert!(Steering::take(pid, &[(1, b.as_raw_fd(), "zz".into())]).is_err());
+        assert!(Steering::take(pid, &[(2, b.as_raw_fd(), "1".into())]).is_err());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

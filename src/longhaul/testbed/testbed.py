@@ -426,24 +426,23 @@ def hosts_cpus() -> list[int]:
 
 
 def _hand_over_steering(record: CircuitRecord) -> None:
-    """Give the emulator the receive-steering controls of its two devices: it steers the
-    hosts' kernel work to `hosts_cpus()` while its link is busy (`longhaul-wan`'s
-    `steer.rs` says why only then). Nothing where there is one CPU or no such control."""
+    """Give the emulator the receive-steering controls of its two devices: it steers a
+    host's kernel work to `hosts_cpus()` while TCP comes into its device fast
+    (`longhaul-wan`'s `steer.rs` says why only then). Nothing where there is one CPU or
+    no such control."""
     cpus = hosts_cpus()
     if not cpus:
         return
     mask = f"{sum(1 << cpu for cpu in cpus):x}"
-    fds = [
-        netns.rps_control(ns, dev)
-        for ns, dev in ((record.src_ns, record.src_dev), (record.dst_ns, record.dst_dev))
-    ]
+    ends = (("a", record.src_ns, record.src_dev), ("b", record.dst_ns, record.dst_dev))
+    fds = [(end, netns.rps_control(ns, dev)) for end, ns, dev in ends]
     try:
-        opened = [fd for fd in fds if fd is not None]
+        opened = [[fd, mask, end] for end, fd in fds if fd is not None]
         if opened:
-            request = {"op": "steer", "pid": os.getpid(), "fds": [[fd, mask] for fd in opened]}
+            request = {"op": "steer", "pid": os.getpid(), "fds": opened}
             emulator.request(Path(record.control), request)
     finally:
-        for fd in fds:
+        for _, fd in fds:
             if fd is not None:
                 os.close(fd)
 
