@@ -150,7 +150,7 @@ impl Steering {
     ///
     /// A TCP flow in slow start over a long loop comes in bursts a round trip apart, so
     /// its devices switch off and on each round trip then (one BBR stream at 9.6 Gb/s x
-    /// 163 ms: 10-20 switches a device in a 12 s run). Each costs a write of the mask.
+    /// 163 ms: 8-18 switches a device in a 12 s run). Each costs a write of the mask.
     /// Reasoned, not measured: none reorders a flow, since steering stops only after a
     /// window with under `OFF_PACKETS`, when what the other CPU was handed is long done.
     pub fn written(&mut self, side: usize, now_ns: u64, tcp_packets: u64) {
