@@ -9,12 +9,12 @@
 //! steering, `rps_cpus`) doubled what a circuit carried. For UDP it is a socket's enqueue,
 //! and steering costs more than it saves: a frame handed to another CPU costs a virtual
 //! machine an inter-processor interrupt, which the hypervisor traps, on both CPUs. A
-//! Hurricane transfer at 9.6 Gb/s x 163 ms (64 KB super-packets) took 33.7 us a write
-//! steered and 17-18 us not, and its goodput went from 0.835 to 0.940 of the line
-//! (median of nine runs each, alternated in rounds of three on one circuit). And it costs
-//! an idle round trip the wake-up of that CPU, 0.05-0.1 ms. So the emulator steers each
-//! device on its own, only while TCP packets come into it fast, and stops when they
-//! stop.
+//! Hurricane transfer at 9.6 Gb/s x 163 ms (64 KB super-packets) took 26-35 us a write
+//! with every busy device steered and 10-20 us with TCP's alone, and its utilization went
+//! from 0.846 to 0.939 (median of nine runs each, the two builds alternated in rounds of
+//! three on one circuit). And it costs an idle round trip the wake-up of that CPU,
+//! 0.05-0.1 ms. So the emulator steers each device on its own, only while TCP packets
+//! come into it fast, and stops when they stop.
 //!
 //! The emulator cannot open a device's `rps_cpus` itself (only a sysfs mounted inside the
 //! device's network namespace shows it); the testbed opens the files and the emulator
@@ -165,7 +165,9 @@ impl Steering {
 
     /// Whether the device at each end is steered now (false where there is none).
     pub fn is_on(&self) -> [bool; 2] {
-        [0, 1].map(|side| self.devices[side].as_ref().is_some_and(|d| d.on))
+        self.devices
+            .each_ref()
+            .map(|device| device.as_ref().is_some_and(|d| d.on))
     }
 }
 
