@@ -115,6 +115,89 @@ def test_random_loss_holds_its_rate(testbed):
     assert stats["a_to_b"]["lost_random_segments"] + stats["b_to_a"]["lost_random_segments"] > 0
 
 
+_UDP_GSO_SENDER = """
+import socket, sys, time
+address, batches, per_batch, size = sys.argv[1], *map(int, sys.argv[2:5])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_UDP, 103, size)  # UDP_SEGMENT: one send, `per_batch` datagrams
+for batch in range(batches):
+    first = batch * per_batch
+    s.sendto(b"".join(bytes([(first + k) % 251]) * size for k in range(per_batch)),
+             (address, 5296))
+    time.sleep(0.002)  # four times a batch's time at 1 Gb/s: the queue never fills
+"""
+
+_UDP_PLAIN_RECEIVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.bind(("0.0.0.0", 5296))
+s.settimeout(float(sys.argv[1]))
+size = int(sys.argv[2])
+print("ready", flush=True)
+good = bad = 0
+try:
+    while True:
+        d = s.recv(65536)
+        if len(d) == size and d == d[:1] * size:
+            good += 1
+        else:
+            bad += 1
+except TimeoutError:
+    pass
+print(good, bad, flush=True)
+"""
+
+
+def _udp_snmp(ns: str) -> dict[str, int]:
+    lines = [line.split() for line in netns_module.run(ns, ["cat", "/proc/net/snmp"], timeout_s=10).stdout
+             .splitlines() if line.startswith("Udp:")]  # fmt: skip
+    return dict(zip(lines[0][1:], map(int, lines[1][1:]), strict=True))
+
+
+def test_udp_super_packets_a_loss_cuts_arrive_as_whole_datagrams(testbed):
+    """UDP super-packets (a sender's `UDP_SEGMENT`) that random loss cuts go on as runs of
+    neighbouring segments, one frame each, and a receiving socket without `UDP_GRO` gets
+    each run cut back into the very datagrams that were sent: whole, each its own bytes."""
+    [circuit] = testbed.up([0.2], rate_bps=1_000_000_000)
+    testbed.change_circuit(circuit.number, loss=0.01)
+    before = emulator.request(Path(circuit.control), {"op": "stats"})
+    snmp_before = _udp_snmp(circuit.dst_ns)
+    batches, per_batch, size = 400, 40, 1400
+    receiver = subprocess.Popen(
+        netns_module.command(circuit.dst_ns,
+                             [sys.executable, "-c", _UDP_PLAIN_RECEIVER, "1.5", str(size)]),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert receiver.stdout is not None
+        assert receiver.stdout.readline().strip() == "ready"
+        netns_module.run(circuit.src_ns, [sys.executable, "-c", _UDP_GSO_SENDER,
+                                          circuit.dst_addr, str(batches), str(per_batch),
+                                          str(size)], timeout_s=30)  # fmt: skip
+        out, _ = receiver.communicate(timeout=30)
+    finally:
+        if receiver.poll() is None:
+            receiver.kill()
+            receiver.wait(timeout=10)
+    good, bad = map(int, out.split())
+    after = emulator.request(Path(circuit.control), {"op": "stats"})
+    sent = batches * per_batch
+    lost = sum(after["a_to_b"][k] - before["a_to_b"][k]
+               for k in ("lost_random_segments", "dropped_queue_segments"))  # fmt: skip
+    cuts = after["engine"]["cuts"] - before["engine"]["cuts"]
+    frames = after["a_to_b"]["tx_frames"] - before["a_to_b"]["tx_frames"]
+    assert bad == 0, (good, bad)
+    assert good == sent - lost, (good, sent, lost)
+    assert cuts > 50, cuts
+    # Cut into single datagrams, each cut would make up to 39 frames; in runs, about two.
+    assert frames <= batches + 2 * cuts, (frames, batches, cuts)
+    assert after["engine"]["write_errors"] == before["engine"]["write_errors"]
+    snmp_after = _udp_snmp(circuit.dst_ns)
+    assert snmp_after["InCsumErrors"] == snmp_before["InCsumErrors"]
+    assert snmp_after["RcvbufErrors"] == snmp_before["RcvbufErrors"]
+
+
 def test_a_circuits_loss_seed_reaches_its_emulator(testbed):
     spec = replace(loop_spec(testbed.topology, 0.2), loss=0.001, loss_seed=7)
     circuit = testbed.add_circuit(spec, owner="test")

@@ -22,7 +22,7 @@
 
 use std::io;
 
-use longhaul_link::{Direction, DirectionConfig, Offer, Peaks, Shape, Slot, kept_runs};
+use longhaul_link::{Direction, DirectionConfig, Offer, Peaks, Shape, kept_runs};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -325,14 +325,8 @@ impl Core {
                 let began = device.now_ns();
                 self.counters.cuts += 1;
                 let bytes = arena.written(offset, len);
-                // TCP segments that stay neighbours on the line go on as one frame.
-                let runs: Vec<(u32, Slot)> = if packet::is_tcp(bytes) {
-                    kept_runs(&parts)
-                } else {
-                    let kept = parts.iter().enumerate();
-                    kept.filter_map(|(k, part)| Some((k as u32, *part.as_ref().ok()?)))
-                        .collect()
-                };
+                // Segments that stay neighbours on the line go on as one frame.
+                let runs = kept_runs(&parts);
                 let bounds: Vec<(usize, usize)> = runs
                     .iter()
                     .map(|(first, slot)| (*first as usize, slot.segments() as usize))

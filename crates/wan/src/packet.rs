@@ -147,16 +147,16 @@ pub fn split(frame: &[u8]) -> Option<Vec<Vec<u8>>> {
 }
 
 /// Cut a super-packet into `runs` (first segment, number of segments), a frame each: a
-/// run of one is a plain segment as `split` makes it; a longer run (TCP only) stays a
-/// super-packet of its own (IP length, ID and checksum, sequence number and flags as the
-/// first of its segments would have them, its checksum left to the receiver as the
-/// original's was), which the receiving kernel takes as GRO would have merged those
-/// segments. None when `frame` is not a super-packet this can cut, or a run is empty,
-/// reaches past its segments, or is a longer UDP run.
+/// run of one is a plain segment as `split` makes it; a longer run stays a super-packet
+/// of its own (IP length, ID and checksum, TCP sequence number and flags as the first of
+/// its segments would have them, or the UDP length of the whole run; its checksum left
+/// to the receiver as the original's was), which the receiving kernel takes as GRO would
+/// have merged those segments (UDP: a socket with `UDP_GRO` takes it whole, any other
+/// gets it cut in segments, `udp_rcv_segment`). None when `frame` is not a super-packet
+/// this can cut, or a run is empty or reaches past its segments.
 pub fn split_runs(frame: &[u8], runs: &[(usize, usize)]) -> Option<Vec<Vec<u8>>> {
     let cut = Cuttable::of(frame)?;
-    let fits =
-        |&(first, n): &(usize, usize)| n > 0 && first + n <= cut.count && (n == 1 || cut.tcp);
+    let fits = |&(first, n): &(usize, usize)| n > 0 && first + n <= cut.count;
     if !runs.iter().all(fits) {
         return None;
     }
@@ -168,11 +168,6 @@ pub fn split_runs(frame: &[u8], runs: &[(usize, usize)]) -> Option<Vec<Vec<u8>>>
         }
     };
     Some(runs.iter().map(piece).collect())
-}
-
-/// Whether `frame` is a TCP super-packet (whose cut segments may stay together in runs).
-pub fn is_tcp(frame: &[u8]) -> bool {
-    Cuttable::of(frame).is_some_and(|cut| cut.tcp)
 }
 
 /// A super-packet's layout, as cutting it needs.
@@ -290,8 +285,10 @@ impl Cuttable {
         seg
     }
 
-    /// TCP segments `first..first + n` as one super-packet, its checksum left partial (the
-    /// pseudo-header's sum, as the kernel leaves it for offload).
+    /// Segments `first..first + n` as one super-packet, its checksum left partial (the
+    /// pseudo-header's sum over the run's transport length, as the kernel leaves it for
+    /// offload: its UDP segmentation takes the old length out of that sum and each
+    /// segment's in, `__udp_gso_segment` in `net/ipv4/udp_offload.c`).
     fn run(&self, frame: &[u8], first: usize, n: usize) -> Vec<u8> {
         let mut run = self.packet(frame, first, n);
         let mut hdr = self.hdr;
@@ -302,7 +299,8 @@ impl Cuttable {
         let body = &mut run[VNET_HDR_LEN..];
         let at = self.checksum_at();
         let l4_len = body.len() - self.l4;
-        let partial = fold(pseudo_header(body, self.v4, PROTO_TCP, l4_len));
+        let proto = if self.tcp { PROTO_TCP } else { PROTO_UDP };
+        let partial = fold(pseudo_header(body, self.v4, proto, l4_len));
         body[at..at + 2].copy_from_slice(&partial.to_be_bytes());
         run
     }
@@ -567,16 +565,63 @@ pub(crate) mod tests {
         );
         assert!(split_runs(&frame, &[(1, 0)]).is_none(), "empty");
         assert!(
-            split_runs(&udp6_super(1200, 4, 33), &[(0, 2)]).is_none(),
-            "UDP stays single"
+            split_runs(&udp6_super(1200, 4, 33), &[(2, 3)]).is_none(),
+            "past the last UDP segment"
         );
-        assert_eq!(
-            split_runs(&udp6_super(1200, 4, 33), &[(0, 1), (2, 1)])
-                .unwrap()
-                .len(),
-            2
-        );
-        assert!(is_tcp(&frame) && !is_tcp(&udp6_super(1200, 4, 33)));
+    }
+
+    /// Segment `k` of a UDP super-packet's transport bytes as the kernel's UDP
+    /// segmentation makes it (`__udp_gso_segment`, `net/ipv4/udp_offload.c`): the length
+    /// set, the partial checksum moved from the old length to the new, then completed
+    /// over the segment as checksum offload does.
+    fn udp_segment_as_the_kernel_cuts_it(super_packet: &[u8], k: usize) -> Vec<u8> {
+        let hdr = VnetHdr::parse(super_packet).unwrap();
+        let (l4, mss) = (usize::from(hdr.csum_start), usize::from(hdr.gso_size));
+        let udp = &super_packet[VNET_HDR_LEN + l4..];
+        let payload = &udp[8..];
+        let chunk = &payload[k * mss..((k + 1) * mss).min(payload.len())];
+        let old_len = u16::from_be_bytes([udp[4], udp[5]]);
+        let new_len = (8 + chunk.len()) as u16;
+        let partial = u16::from_be_bytes([udp[6], udp[7]]);
+        let moved = fold(u64::from(partial) + u64::from(!old_len) + u64::from(new_len));
+        let mut segment = [
+            &udp[..4],
+            &new_len.to_be_bytes(),
+            &moved.to_be_bytes(),
+            chunk,
+        ]
+        .concat();
+        let sum = !fold(sum_words(&segment, 0));
+        segment[6..8].copy_from_slice(&sum.to_be_bytes());
+        segment
+    }
+
+    #[test]
+    fn a_run_of_udp_segments_is_a_super_packet_the_kernel_cuts_as_it_cut_the_first() {
+        let frame = udp6_super(1200, 7, 33);
+        let pieces = split_runs(&frame, &[(0, 2), (3, 1), (4, 3)]).unwrap();
+        let segments = split(&frame).unwrap();
+        assert_eq!(pieces[1], segments[3], "a run of one is a plain segment");
+        for (piece, first, n) in [(&pieces[0], 0, 2), (&pieces[2], 4, 3)] {
+            let hdr = VnetHdr::parse(piece).unwrap();
+            assert_eq!((hdr.gso_type, hdr.gso_size), (GSO_UDP_L4, 1200));
+            assert_eq!(shape(piece).segments, n as u32);
+            let body = &piece[VNET_HDR_LEN..];
+            let l4_len = body.len() - 40;
+            assert_eq!(usize::from(u16::from_be_bytes([body[4], body[5]])), l4_len);
+            assert_eq!(
+                usize::from(u16::from_be_bytes([body[44], body[45]])),
+                l4_len
+            );
+            for k in 0..n {
+                assert_eq!(
+                    udp_segment_as_the_kernel_cuts_it(piece, k),
+                    &segments[first + k][VNET_HDR_LEN + 40..],
+                    "segment {} of the original",
+                    first + k
+                );
+            }
+        }
     }
 
     #[test]

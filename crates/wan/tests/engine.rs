@@ -43,6 +43,29 @@ fn tcp_super(segments: usize) -> Vec<u8> {
     frame
 }
 
+/// A UDP/IPv4 super-packet as a sender with `UDP_SEGMENT` hands it over: `segments`
+/// datagrams of 1,472 bytes.
+fn udp_super(segments: usize) -> Vec<u8> {
+    let mss = 1472usize;
+    let ip_len = 20 + 8 + segments * mss;
+    let mut frame = vec![0u8; VNET + ip_len];
+    frame[0] = 1; // needs checksum
+    frame[1] = 5; // GSO UDP_L4
+    frame[2..4].copy_from_slice(&28u16.to_le_bytes());
+    frame[4..6].copy_from_slice(&(mss as u16).to_le_bytes());
+    frame[6..8].copy_from_slice(&20u16.to_le_bytes());
+    frame[8..10].copy_from_slice(&6u16.to_le_bytes());
+    let ip = &mut frame[VNET..];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&(ip_len.min(65_535) as u16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[198, 18, 0, 1]);
+    ip[16..20].copy_from_slice(&[198, 18, 0, 2]);
+    ip[24..26].copy_from_slice(&((ip_len - 20).min(65_535) as u16).to_be_bytes());
+    frame
+}
+
 /// Devices in memory, and a clock that moves only when the engine works or waits.
 struct FakeDevice {
     now: u64,
@@ -252,11 +275,19 @@ fn an_emulator_stopped_mid_flow_never_bursts() {
 
 #[test]
 fn losses_inside_super_packets_cut_them_into_runs() {
+    // TCP's and UDP's alike: a receiver with GRO (a UDP socket with `UDP_GRO`) would
+    // have merged those segments, and one without gets them cut by its kernel.
+    for frame in [tcp_super(44), udp_super(44)] {
+        losses_inside_super_packets_cut_them_into_runs_of(&frame);
+    }
+}
+
+fn losses_inside_super_packets_cut_them_into_runs_of(frame: &[u8]) {
     let mut config = DirectionConfig::new(10_000_000_000, MS);
     config.loss = Loss::random(0.01);
     let mut device = FakeDevice::new(200 * MS);
     for k in 0..500u64 {
-        device.inbox[0].push_back((k * 100_000, tcp_super(44)));
+        device.inbox[0].push_back((k * 100_000, frame.to_vec()));
     }
     let mut engine = engine(config, device);
     engine.run().unwrap();
