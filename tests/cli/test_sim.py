@@ -40,3 +40,13 @@ def test_three_threads_are_refused(cli, tmp_path):
     result = cli("sim", "run", str(scenario_file(tmp_path)), "--threads", "3")
     assert result.returncode == 2
     assert "--threads" in result.stderr
+
+
+def test_a_hurricane_transfer_is_simulated_to_its_last_byte(cli):
+    result = cli("sim", "hurricane", "--rate-gbps", "1", "--rtt-ms", "26.8", "--loss", "1e-3",
+                 "--bytes", "20000000", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["finished"] and report["corrupted_bytes"] == 0
+    assert report["bytes_received"] == 20_000_000
+    assert report["blocks_resent"] >= report["lost_forward"] - 2 > 0

@@ -8,7 +8,6 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use crate::IP_UDP_BYTES;
 use crate::control::{self, ControlError, FileOffer, Offer};
 use crate::governor::Governor;
 use crate::range_set::RangeSet;
@@ -17,6 +16,7 @@ use crate::sender::{BlockSource, Pacing, Sender, SenderStats, lead_ns};
 use crate::tuner::Tuner;
 use crate::udp::{MAX_SEGMENTS, MAX_SEND_BYTES, Udp};
 use crate::wire::{DATA_OVERHEAD_BYTES, Key};
+use crate::{IP_UDP_BYTES, Transfer};
 
 #[derive(Debug)]
 pub enum DriverError {
@@ -70,6 +70,11 @@ impl From<ControlError> for DriverError {
         DriverError::Control(e)
     }
 }
+
+/// W_c when not told: `hurricane send --burst`'s default.
+pub const DEFAULT_BURST_DATAGRAMS: u32 = 64;
+/// k when not told: `hurricane send --nack-group`'s default.
+pub const DEFAULT_NACK_GROUP: u32 = 16;
 
 /// How to send.
 #[derive(Debug, Clone, Copy)]
@@ -224,28 +229,9 @@ pub fn send(
     udp.socket.set_nonblocking(true)?;
     udp.set_buffers(8 << 20);
     let held_bytes = held_bytes(&held, &offer);
-    let mut sender = Sender::resume(offer.transfer(), options.pacing, held);
-    if options.tune {
-        // Up to twice a burst's time at the ceiling: down to a third of the rate.
-        let datagram_bytes = block_bytes as usize + DATA_OVERHEAD_BYTES + IP_UDP_BYTES;
-        let datagram_bits = datagram_bytes as u64 * 8;
-        let burst_ns = u64::from(options.pacing.burst_datagrams) * datagram_bits * 1_000_000_000
-            / options.rate_ceiling_bps;
-        sender.tuner = Some(Tuner::new(2 * burst_ns, rtt_ns));
-    }
-    if options.govern {
-        sender.governor = Some(Governor::new(rtt_ns));
-    }
+    let (mut sender, batch_ns) = sender_for(offer.transfer(), held, &options);
     tighten_timer_slack();
     let segment_bytes = block_bytes as usize + DATA_OVERHEAD_BYTES;
-    let batch_segments = (MAX_SEND_BYTES / segment_bytes).clamp(1, MAX_SEGMENTS);
-    let batch_ns = (batch_segments * (segment_bytes + IP_UDP_BYTES) * 8) as u64 * 1_000_000_000
-        / options.rate_ceiling_bps;
-    // The sender wakes when two batches are due (104 µs apart at 9.6 Gb/s, 1 ms at
-    // 1 Gb/s: each wake-up costs a context switch, a fifth of the sender's time when it
-    // woke for every batch), and runs ahead of its schedule by `lead_ns`.
-    let lead_ns = lead_ns(rtt_ns, batch_ns);
-    sender.allow_early(lead_ns, lead_ns);
     let (clock, cpu_at_start) = (Instant::now(), thread_cpu_s());
     let (mut batch, mut incoming) = (Vec::with_capacity(65_536), vec![0u8; 65_536]);
     let mut next_progress = Duration::ZERO;
@@ -298,6 +284,34 @@ pub fn send(
         deferred_sends,
         stats: sender.stats,
     })
+}
+
+/// The sender of `transfer` as `options` have it (its tuner and governor if asked), and
+/// the time one GSO batch takes at the ceiling. It runs ahead of its schedule by
+/// `lead_ns`, so that it can hand over a batch at once: this driver wakes when two
+/// batches are due (104 µs apart at 9.6 Gb/s, 1 ms at 1 Gb/s: each wake-up costs a
+/// context switch, a fifth of the sender's time when it woke for every batch). The
+/// simulator builds its Hurricane senders with this too.
+pub fn sender_for(transfer: Transfer, held: RangeSet, options: &SendOptions) -> (Sender, u64) {
+    let (rtt_ns, rate_bps) = (transfer.rtt_ns, options.rate_ceiling_bps);
+    let segment_bytes = transfer.block_bytes as usize + DATA_OVERHEAD_BYTES;
+    let mut sender = Sender::resume(transfer, options.pacing, held);
+    if options.tune {
+        // Up to twice a burst's time at the ceiling: down to a third of the rate.
+        let datagram_bits = (segment_bytes + IP_UDP_BYTES) as u64 * 8;
+        let burst_ns =
+            u64::from(options.pacing.burst_datagrams) * datagram_bits * 1_000_000_000 / rate_bps;
+        sender.tuner = Some(Tuner::new(2 * burst_ns, rtt_ns));
+    }
+    if options.govern {
+        sender.governor = Some(Governor::new(rtt_ns));
+    }
+    let batch_segments = (MAX_SEND_BYTES / segment_bytes).clamp(1, MAX_SEGMENTS);
+    let batch_ns =
+        (batch_segments * (segment_bytes + IP_UDP_BYTES) * 8) as u64 * 1_000_000_000 / rate_bps;
+    let lead_ns = lead_ns(rtt_ns, batch_ns);
+    sender.allow_early(lead_ns, lead_ns);
+    (sender, batch_ns)
 }
 
 /// When the sender's loop wakes next: when two batches are due (at most 1 ms on), or
@@ -576,13 +590,17 @@ pub struct PatternCheck {
 }
 
 impl PatternCheck {
-    pub fn for_offer(offer: &Offer) -> Self {
+    pub fn new(block_bytes: u32) -> Self {
         Self {
-            block_bytes: u64::from(offer.block_bytes),
-            expected: vec![0; offer.block_bytes as usize],
+            block_bytes: u64::from(block_bytes),
+            expected: vec![0; block_bytes as usize],
             bytes: 0,
             corrupted_bytes: 0,
         }
+    }
+
+    pub fn for_offer(offer: &Offer) -> Self {
+        Self::new(offer.block_bytes)
     }
 }
 

@@ -91,13 +91,13 @@ struct SendArgs {
     #[arg(long, default_value_t = 0)]
     block_bytes: u32,
     /// W_c: datagrams sent back to back.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = driver::DEFAULT_BURST_DATAGRAMS)]
     burst: u32,
     /// T_s: idle after each burst, µs.
     #[arg(long, default_value_t = 0.0)]
     idle_us: f64,
     /// k: new missing blocks that make a NACK.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = driver::DEFAULT_NACK_GROUP)]
     nack_group: u32,
     /// Search T_s while sending (golden-section on goodput, up to twice a burst).
     #[arg(long)]

@@ -20,6 +20,7 @@ use crate::cc::Kernel;
 use crate::credit::charge_bytes;
 use crate::engine::{Ctx, Node};
 use crate::event::NodeId;
+use crate::hurricane::{HurricaneReceiver, HurricaneSender};
 use crate::ib::perftest::IbEndpoint;
 use crate::packet::{Kind, Packet, RouteStep};
 use crate::tcp::receiver::TcpReceiver;
@@ -42,6 +43,8 @@ pub enum Endpoint {
     TcpReceiver(TcpReceiver),
     /// Boxed: an InfiniBand end is larger than TCP's, and TCP's stay compact.
     Ib(Box<IbEndpoint>),
+    HurricaneSender(Box<HurricaneSender>),
+    HurricaneReceiver(Box<HurricaneReceiver>),
 }
 
 macro_rules! each_endpoint {
@@ -50,6 +53,8 @@ macro_rules! each_endpoint {
             Endpoint::TcpSender($t) => $call,
             Endpoint::TcpReceiver($t) => $call,
             Endpoint::Ib($t) => $call,
+            Endpoint::HurricaneSender($t) => $call,
+            Endpoint::HurricaneReceiver($t) => $call,
         }
     };
 }

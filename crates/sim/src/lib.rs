@@ -17,6 +17,7 @@ pub mod credit;
 pub mod engine;
 pub mod event;
 pub mod host;
+pub mod hurricane;
 pub mod ib;
 pub mod link;
 pub mod network;

@@ -21,6 +21,48 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct HurricaneArgs {
+    /// The reservation's rate (IP packets), Gb/s.
+    #[arg(long, default_value_t = 9.6)]
+    rate_gbps: f64,
+    #[arg(long, default_value_t = 163.0)]
+    rtt_ms: f64,
+    /// Random loss per packet, each way.
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// The circuit's queue; one bandwidth-delay product if not given.
+    #[arg(long)]
+    queue_bytes: Option<u64>,
+    /// Bytes to move: 6 s of the rate if not given.
+    #[arg(long)]
+    bytes: Option<u64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl HurricaneArgs {
+    fn test(&self) -> Result<longhaul_sim::hurricane::HurricaneTest, String> {
+        let valid = self.rate_gbps.is_finite()
+            && self.rate_gbps > 0.0
+            && self.rtt_ms.is_finite()
+            && self.rtt_ms >= 0.0
+            && (0.0..1.0).contains(&self.loss);
+        if !valid {
+            return Err(
+                "--rate-gbps must be positive, --rtt-ms 0 or more, --loss in [0, 1)".into(),
+            );
+        }
+        let rate_bps = (self.rate_gbps * 1e9) as u64;
+        let bytes = self.bytes.unwrap_or(rate_bps / 8 * 6);
+        let mut test = longhaul_sim::hurricane::HurricaneTest::new(rate_bps, self.rtt_ms, bytes);
+        test.loss = self.loss;
+        test.queue_bytes = self.queue_bytes;
+        test.seed = self.seed;
+        Ok(test)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario (JSON file, or - for stdin) and print the results as JSON.
@@ -59,6 +101,9 @@ enum Command {
     /// `send_lat`, `write_lat`, `read_lat`) or an OSU MPI benchmark (`osu_latency`,
     /// `osu_bw`, `osu_bibw`) between two HCAs, across a WAN loop between range extenders.
     Ib(Box<IbArgs>),
+    /// One Hurricane transfer (the `hurricane` crate's own sender and receiver, as
+    /// `hurricane send --bytes` runs them) over a reserved circuit in virtual time.
+    Hurricane(HurricaneArgs),
     /// RDMA-capable interconnects on a LAN, side by side (NetEffect iWARP, Mellanox
     /// InfiniBand, Myri-10G MX over Myrinet and over Ethernet): `profile` (ping-pong
     /// latency and bandwidth, both-way bandwidth, at the user level and under MPI),
@@ -390,12 +435,49 @@ fn rdma_command(
     Ok(serde_json::Value::Object(out))
 }
 
+/// `bench`: each case's figures on standard error (unless `json`), the report as JSON.
+fn bench_command(json: bool, seconds: f64) -> ExitCode {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        eprintln!("longhaul-sim: --seconds must be positive");
+        return ExitCode::from(2);
+    }
+    let report = bench::bench(seconds);
+    if !json {
+        for (name, case) in [
+            ("one_flow", &report.one_flow),
+            ("twenty_flows", &report.twenty_flows),
+            ("lossy", &report.lossy),
+            ("mixed", &report.mixed),
+            ("ib_write", &report.ib_write),
+        ] {
+            eprintln!(
+                "{name}: {:.2}x real time, {:.2} M events/s, {:.2} Gb/s goodput",
+                case.realtime_factor,
+                case.events_per_s / 1e6,
+                case.goodput_bps / 1e9
+            );
+        }
+    }
+    print_json(&report);
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     // `longhaul-sim SCENARIO.json` means `run`.
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(first) = args.get(1)
         && (first == "-" || !first.starts_with('-'))
-        && !["run", "network", "bench", "presets", "ib", "rdma", "help"].contains(&first.as_str())
+        && ![
+            "run",
+            "network",
+            "bench",
+            "presets",
+            "ib",
+            "rdma",
+            "hurricane",
+            "help",
+        ]
+        .contains(&first.as_str())
     {
         args.insert(1, "run".to_string());
     }
@@ -420,30 +502,7 @@ fn main() -> ExitCode {
             Ok(resolved) => print_json(&network::run(&resolved)),
             Err(code) => return code,
         },
-        Command::Bench { json, seconds } => {
-            if !(seconds.is_finite() && seconds > 0.0) {
-                eprintln!("longhaul-sim: --seconds must be positive");
-                return ExitCode::from(2);
-            }
-            let report = bench::bench(seconds);
-            if !json {
-                for (name, case) in [
-                    ("one_flow", &report.one_flow),
-                    ("twenty_flows", &report.twenty_flows),
-                    ("lossy", &report.lossy),
-                    ("mixed", &report.mixed),
-                    ("ib_write", &report.ib_write),
-                ] {
-                    eprintln!(
-                        "{name}: {:.2}x real time, {:.2} M events/s, {:.2} Gb/s goodput",
-                        case.realtime_factor,
-                        case.events_per_s / 1e6,
-                        case.goodput_bps / 1e9
-                    );
-                }
-            }
-            print_json(&report);
-        }
+        Command::Bench { json, seconds } => return bench_command(json, seconds),
         Command::Ib(args) => {
             let tests: Result<Vec<IbTest>, String> =
                 args.sizes().into_iter().map(|s| args.test(s)).collect();
@@ -472,6 +531,13 @@ fn main() -> ExitCode {
             knobs,
         } => match rdma_command(&what, &interconnect, size, &knobs) {
             Ok(value) => print_json(&value),
+            Err(message) => {
+                eprintln!("longhaul-sim: {message}");
+                return ExitCode::from(2);
+            }
+        },
+        Command::Hurricane(args) => match args.test() {
+            Ok(test) => print_json(&longhaul_sim::hurricane::run(&test)),
             Err(message) => {
                 eprintln!("longhaul-sim: {message}");
                 return ExitCode::from(2);

@@ -19,6 +19,9 @@ pub enum Kind {
     /// Link-level flow control from a credit link to the node upstream of it: `len`
     /// bytes of its input buffer freed ([`crate::credit`]).
     Credit,
+    /// A UDP datagram whose bytes wait in its flow's wire under number `seq`
+    /// ([`crate::hurricane`]); `len` is the DATA payload it carries, if any.
+    Datagram,
 }
 
 /// A half-open byte range `[start, end)`.

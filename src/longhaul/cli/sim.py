@@ -15,8 +15,8 @@ from rich.table import Table
 from longhaul.cli.common import console, err_console, fail, print_json
 
 app = typer.Typer(
-    help="longhaul-sim, the packet-level TCP simulator: validate it, list its presets, "
-    "run a scenario.",
+    help="longhaul-sim, the packet-level simulator: validate it, list its presets, "
+    "run a scenario or a Hurricane transfer.",
     no_args_is_help=True,
 )
 
@@ -189,6 +189,51 @@ def network(
     console.print(table)
     perf = report["perf"]
     console.print(f"simulated {perf['simulated_s']:g} s in {perf['wall_s']:.2f} s")
+
+
+@app.command("hurricane")
+def hurricane_command(
+    rate_gbps: Annotated[
+        float, typer.Option(help="The reservation's rate (IP packets), Gb/s.", min=0.001)
+    ] = 9.6,
+    rtt_ms: Annotated[float, typer.Option(help="Round trip of the circuit.", min=0)] = 163.0,
+    loss: Annotated[float, typer.Option(help="Random loss per packet, each way.", min=0)] = 0.0,
+    queue_bytes: Annotated[
+        int | None,
+        typer.Option(help="The circuit's queue; one bandwidth-delay product if not given."),
+    ] = None,
+    nbytes: Annotated[
+        int | None, typer.Option("--bytes", help="Bytes to move; 6 s of the rate if not given.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the losses and the transfer's key.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
+) -> None:
+    """One Hurricane transfer in virtual time: the `hurricane` crate's own sender and
+    receiver (with `hurricane send`'s defaults) over a circuit of the emulator's link model,
+    no host's CPU in the way."""
+    args = ["hurricane", "--rate-gbps", f"{rate_gbps:g}", "--rtt-ms", f"{rtt_ms:g}",
+            "--loss", f"{loss:g}", "--seed", str(seed)]  # fmt: skip
+    args += ["--queue-bytes", str(queue_bytes)] if queue_bytes is not None else []
+    args += ["--bytes", str(nbytes)] if nbytes is not None else []
+    with _bar() as bar:
+        bar.add_task("simulating the transfer", total=None)
+        report = json.loads(_simulator(*args))
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title="Hurricane, simulated", title_justify="left")
+    for column in ("finished", "goodput Gb/s", "utilization", "resent blocks", "lost", "NACKs"):
+        table.add_column(column)
+    table.add_row(
+        "yes" if report["finished"] else "no (time limit)",
+        f"{report['goodput_bps'] / 1e9:.3f}",
+        f"{report['utilization']:.4f}",
+        str(report["blocks_resent"]),
+        str(report["lost_forward"] + report["dropped_forward_queue"]),
+        str(report["nacks_sent"]),
+    )
+    console.print(table)
+    console.print(f"simulated {report['simulated_s']:.2f} s in {report['wall_s']:.2f} s")
 
 
 def _simulator(*args: str) -> str:
