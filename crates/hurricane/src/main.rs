@@ -145,7 +145,7 @@ fn sender_json(done: &Finished<SenderStats>) -> Value {
         "block_bytes": done.block_bytes, "cpu_cores": done.cpu_cores,
         "datagrams_sent": s.datagrams_sent, "blocks_resent": s.blocks_resent,
         "nacks_received": s.nacks_received, "fins_sent": s.fins_sent,
-        "refused": s.refused, "late_ms": s.late_ns as f64 / 1e6,
+        "refused": s.refused, "late_ms": s.late_ns as f64 / 1e6, "tail_resent": s.tail_resent,
         "deferred_sends": done.deferred_sends,
     })
 }

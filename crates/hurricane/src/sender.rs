@@ -39,6 +39,9 @@ pub struct SenderStats {
     /// than the catch-up allowance behind its slot (a late wake-up, a busy core) moves
     /// the schedule on, and the ceiling cannot make that time up.
     pub late_ns: u64,
+    /// Blocks of the last half round trip sent again unasked, newest first, while the
+    /// sender waited for the NACKs of its first pass (`Sender::start_tail`).
+    pub tail_resent: u64,
 }
 
 /// How far ahead of its schedule a sender may run, and how much it may catch up after a
@@ -72,6 +75,9 @@ pub struct Sender {
     /// wake-up, a busy core); beyond it, time lost is lost.
     catch_up_ns: u64,
     fin_at_ns: Option<u64>,
+    /// After the first FIN: the block below which to look for the next one to send again
+    /// unasked, and the lowest block to go down to (None: not started, or over).
+    tail: Option<(u64, u64)>,
     done: bool,
     /// Datagrams sent so far: the next one's packet number.
     packets: u64,
@@ -117,6 +123,7 @@ impl Sender {
             early_ns: 0,
             catch_up_ns: 0,
             fin_at_ns: None,
+            tail: None,
             done: false,
             packets: 0,
             held: RangeSet::new(),
@@ -186,16 +193,7 @@ impl Sender {
         let start = out.len();
         self.release_guards(now_ns);
         if let Some(block) = self.next_block(now_ns) {
-            let len = self.transfer.block_len(block);
-            let (id, packet) = (self.transfer.id, self.packets);
-            let fill = |payload: &mut [u8]| source.read(block, payload);
-            wire::encode_data(&self.transfer.key, id, packet, block, len, fill, out);
-            if let Some(tuner) = self.tuner.as_mut() {
-                tuner.on_sent(now_ns, out.len() - start);
-            }
-            if let Some(governor) = self.governor.as_mut() {
-                governor.on_sent(now_ns);
-            }
+            self.encode_block(now_ns, block, source, out);
         } else if self.fin_at_ns.is_none_or(|at| now_ns >= at) {
             let datagram = Datagram {
                 transfer_id: self.transfer.id,
@@ -205,8 +203,13 @@ impl Sender {
                 },
             };
             wire::encode(&self.transfer.key, &datagram, out);
+            if self.fin_at_ns.is_none() {
+                self.start_tail();
+            }
             self.fin_at_ns = Some(now_ns + 2 * self.transfer.rtt_ns.max(1_000_000));
             self.stats.fins_sent += 1;
+        } else if let Some(block) = self.next_tail_block(now_ns) {
+            self.encode_block(now_ns, block, source, out);
         } else {
             return None;
         }
@@ -218,6 +221,83 @@ impl Sender {
         self.pace(now_ns, len);
         self.stats.datagrams_sent += 1;
         Some(len)
+    }
+
+    fn encode_block(
+        &mut self,
+        now_ns: u64,
+        block: u64,
+        source: &mut impl BlockSource,
+        out: &mut Vec<u8>,
+    ) {
+        let start = out.len();
+        let len = self.transfer.block_len(block);
+        let (id, packet) = (self.transfer.id, self.packets);
+        let fill = |payload: &mut [u8]| source.read(block, payload);
+        wire::encode_data(&self.transfer.key, id, packet, block, len, fill, out);
+        if let Some(tuner) = self.tuner.as_mut() {
+            tuner.on_sent(now_ns, out.len() - start);
+        }
+        if let Some(governor) = self.governor.as_mut() {
+            governor.on_sent(now_ns);
+        }
+    }
+
+    /// The first pass is over, and the line would idle until the NACKs of its last round
+    /// trip come back. A block lost x before the pass ended is named by a NACK in time to
+    /// arrive again about a round and a half after it was first sent (later, as the
+    /// receiver gathers k gaps or waits a quarter round trip for them): a loss among the
+    /// newest always cost the transfer a round trip at its end. So the blocks of the last
+    /// half round trip (at the handshake's round trip and the ceiling) go again meanwhile,
+    /// newest first: one lost x before the end arrives again x after the first pass's
+    /// last, and no later than the NACKs would bring the older ones. At 9.6 Gb/s x 163 ms
+    /// with 1e-4 loss (about 13 losses a round trip) the transfer's utilization in the
+    /// simulator went from 0.9747 to 0.982-0.987, with the last round trip sent again
+    /// whole 0.985-0.987. Half a round trip of them is all on the line before the DONE
+    /// they may hasten can come back, so none is still on its way to hold up what follows
+    /// on the channel. Only on a calm path: at the full rate and with no queue stretching
+    /// the round trip (a host that cannot keep up would only have more to drop).
+    fn start_tail(&mut self) {
+        let full_rate = self.governor.as_ref().is_none_or(|g| g.scale() >= 1.0);
+        let no_queue = self.rtt_now_ns <= self.transfer.rtt_ns + self.transfer.rtt_ns / 4;
+        if !(full_rate && no_queue) {
+            return;
+        }
+        let datagram_bits =
+            ((self.transfer.block_bytes as usize + wire::DATA_OVERHEAD_BYTES + IP_UDP_BYTES) * 8)
+                as u128;
+        let per_half_round_trip = u128::from(self.transfer.rtt_ns / 2)
+            * u128::from(self.transfer.rate_ceiling_bps)
+            / 1_000_000_000
+            / datagram_bits;
+        let total = self.transfer.total_blocks();
+        let floor = total.saturating_sub(per_half_round_trip.min(u128::from(total)) as u64);
+        self.tail = Some((total, floor));
+    }
+
+    /// The next block of the last half round trip to send again unasked (`start_tail`):
+    /// neither known to have arrived, nor held, nor sent again less than a round trip
+    /// ago.
+    fn next_tail_block(&mut self, now_ns: u64) -> Option<u64> {
+        let (mut next, floor) = self.tail?;
+        let floor = floor.max(self.received_below);
+        while next > floor {
+            next -= 1;
+            if self.held.contains(next) || self.guarded.contains(next) {
+                continue;
+            }
+            self.tail = Some((next, floor));
+            self.stats.tail_resent += 1;
+            self.guard(now_ns, next);
+            return Some(next);
+        }
+        self.tail = None;
+        None
+    }
+
+    fn has_tail_block(&self) -> bool {
+        self.tail
+            .is_some_and(|(next, floor)| next > floor.max(self.received_below))
     }
 
     /// A NACKed block first (lowest first), else the next new one.
@@ -369,7 +449,9 @@ impl Sender {
         if self.done {
             return None;
         }
-        let work = !self.resend.is_empty() || self.has_new_blocks();
+        let work = !self.resend.is_empty()
+            || self.has_new_blocks()
+            || (self.fin_at_ns.is_some() && self.has_tail_block());
         if work {
             Some(self.next_at_ns.saturating_sub(self.early_ns))
         } else {

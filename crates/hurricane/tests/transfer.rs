@@ -212,7 +212,8 @@ fn w_c_datagrams_then_t_s_idle() {
     };
     let t = transfer(4 << 20, 1_000_000_000, 20_000_000);
     let out = run(&t, pacing, 16, CLEAN, &[]);
-    let data: Vec<u64> = out.sent.iter().map(|s| s.0).collect();
+    // The first pass (what follows FIN is the tail sent again and FIN's repeats).
+    let data: Vec<u64> = out.sent.iter().take(512).map(|s| s.0).collect();
     let gaps: Vec<u64> = data.windows(2).map(|w| w[1] - w[0]).collect();
     let long = gaps.iter().filter(|&&g| g >= 1_000_000).count();
     // 512 blocks in bursts of 10: a long gap after each burst but the last.
@@ -321,7 +322,10 @@ fn a_queue_that_stretches_the_round_trip_brings_no_storm_of_duplicates() {
     let out = run_with(Sender::new(t.clone(), FAST), &t, 16, CLEAN, host, &[]);
     assert_intact(&out, &t);
     let resent = out.sender.stats.blocks_resent;
-    let duplicates = out.receiver.stats.duplicates;
+    // Those the tail sent again unasked may arrive twice, by design (at most half a
+    // round trip of them); the NACKed ones must not.
+    let tail = out.sender.stats.tail_resent;
+    let duplicates = out.receiver.stats.duplicates.saturating_sub(tail);
     // Without the round-trip guard: 17,431 duplicates of 32,064 resent (54 %).
     assert!(
         resent > 1000,
@@ -329,7 +333,7 @@ fn a_queue_that_stretches_the_round_trip_brings_no_storm_of_duplicates() {
     );
     assert!(
         duplicates * 100 <= resent,
-        "{duplicates} duplicates of {resent} resent"
+        "{duplicates} duplicates beyond the tail's {tail}, of {resent} resent"
     );
     assert!(
         out.sender.rtt_now_ns() > t.rtt_ns,

@@ -377,6 +377,8 @@ pub struct HurricaneReport {
     pub corrupted_bytes: u64,
     pub datagrams_sent: u64,
     pub blocks_resent: u64,
+    /// Blocks of the last half round trip sent again unasked after the first pass.
+    pub tail_resent: u64,
     pub nacks_sent: u64,
     pub duplicates: u64,
     pub lost_forward: u64,
@@ -513,6 +515,7 @@ fn report(test: &HurricaneTest, sim: &Sim, wall_s: f64) -> HurricaneReport {
         corrupted_bytes: receiver.corrupted_bytes(),
         datagrams_sent: s.datagrams_sent,
         blocks_resent: s.blocks_resent,
+        tail_resent: s.tail_resent,
         nacks_sent: r.nacks_sent,
         duplicates: r.duplicates,
         lost_forward: forward.packets_dropped_line,
