@@ -294,21 +294,20 @@ pub fn send(
 /// simulator builds its Hurricane senders with this too.
 pub fn sender_for(transfer: Transfer, held: RangeSet, options: &SendOptions) -> (Sender, u64) {
     let (rtt_ns, rate_bps) = (transfer.rtt_ns, options.rate_ceiling_bps);
-    let segment_bytes = transfer.block_bytes as usize + DATA_OVERHEAD_BYTES;
+    let datagram_bytes = transfer.datagram_ip_bytes();
+    let segment_bytes = datagram_bytes - IP_UDP_BYTES;
     let mut sender = Sender::resume(transfer, options.pacing, held);
     if options.tune {
         // Up to twice a burst's time at the ceiling: down to a third of the rate.
-        let datagram_bits = (segment_bytes + IP_UDP_BYTES) as u64 * 8;
-        let burst_ns =
-            u64::from(options.pacing.burst_datagrams) * datagram_bits * 1_000_000_000 / rate_bps;
+        let burst_bits = u64::from(options.pacing.burst_datagrams) * datagram_bytes as u64 * 8;
+        let burst_ns = burst_bits * 1_000_000_000 / rate_bps;
         sender.tuner = Some(Tuner::new(2 * burst_ns, rtt_ns));
     }
     if options.govern {
         sender.governor = Some(Governor::new(rtt_ns));
     }
     let batch_segments = (MAX_SEND_BYTES / segment_bytes).clamp(1, MAX_SEGMENTS);
-    let batch_ns =
-        (batch_segments * (segment_bytes + IP_UDP_BYTES) * 8) as u64 * 1_000_000_000 / rate_bps;
+    let batch_ns = (batch_segments * datagram_bytes * 8) as u64 * 1_000_000_000 / rate_bps;
     let lead_ns = lead_ns(rtt_ns, batch_ns);
     sender.allow_early(lead_ns, lead_ns);
     (sender, batch_ns)

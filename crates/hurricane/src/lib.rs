@@ -48,6 +48,11 @@ impl Transfer {
         let start = block * u64::from(self.block_bytes);
         (self.total_bytes - start).min(u64::from(self.block_bytes)) as usize
     }
+
+    /// The IP bytes of a full DATA datagram: what the rate ceiling counts for a block.
+    pub fn datagram_ip_bytes(&self) -> usize {
+        self.block_bytes as usize + wire::DATA_OVERHEAD_BYTES + IP_UDP_BYTES
+    }
 }
 
 /// IPv4 and UDP headers around every datagram: what the rate ceiling counts too.

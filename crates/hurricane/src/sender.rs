@@ -263,9 +263,7 @@ impl Sender {
         if !(full_rate && no_queue) {
             return;
         }
-        let datagram_bits =
-            ((self.transfer.block_bytes as usize + wire::DATA_OVERHEAD_BYTES + IP_UDP_BYTES) * 8)
-                as u128;
+        let datagram_bits = (self.transfer.datagram_ip_bytes() * 8) as u128;
         let per_half_round_trip = u128::from(self.transfer.rtt_ns / 2)
             * u128::from(self.transfer.rate_ceiling_bps)
             / 1_000_000_000

@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use longhaul_link::layer::Layer;
 use longhaul_sim::ib::devices::{Connection, Extender, Hca, IbSwitch};
@@ -14,7 +14,7 @@ use longhaul_sim::{bench, network, presets, run, scenario};
 #[derive(Parser)]
 #[command(
     name = "longhaul-sim",
-    about = "Packet-level discrete-event TCP simulator of longhaul"
+    about = "Packet-level discrete-event simulator of longhaul: TCP, InfiniBand, Hurricane"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -467,17 +467,8 @@ fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(first) = args.get(1)
         && (first == "-" || !first.starts_with('-'))
-        && ![
-            "run",
-            "network",
-            "bench",
-            "presets",
-            "ib",
-            "rdma",
-            "hurricane",
-            "help",
-        ]
-        .contains(&first.as_str())
+        && first != "help"
+        && Cli::command().find_subcommand(first).is_none()
     {
         args.insert(1, "run".to_string());
     }

@@ -260,6 +260,10 @@ impl Cuttable {
         out
     }
 
+    fn proto(&self) -> u8 {
+        if self.tcp { PROTO_TCP } else { PROTO_UDP }
+    }
+
     fn checksum_at(&self) -> usize {
         self.l4 + if self.tcp { 16 } else { 6 }
     }
@@ -272,11 +276,10 @@ impl Cuttable {
         let body = &mut seg[VNET_HDR_LEN..];
         let at = self.checksum_at();
         body[at..at + 2].fill(0);
-        let proto = if self.tcp { PROTO_TCP } else { PROTO_UDP };
         let l4_len = body.len() - self.l4;
         let mut sum = !fold(sum_words(
             &body[self.l4..],
-            pseudo_header(body, self.v4, proto, l4_len),
+            pseudo_header(body, self.v4, self.proto(), l4_len),
         ));
         if !self.tcp && sum == 0 {
             sum = 0xffff; // UDP sends a computed zero as all ones
@@ -299,8 +302,7 @@ impl Cuttable {
         let body = &mut run[VNET_HDR_LEN..];
         let at = self.checksum_at();
         let l4_len = body.len() - self.l4;
-        let proto = if self.tcp { PROTO_TCP } else { PROTO_UDP };
-        let partial = fold(pseudo_header(body, self.v4, proto, l4_len));
+        let partial = fold(pseudo_header(body, self.v4, self.proto(), l4_len));
         body[at..at + 2].copy_from_slice(&partial.to_be_bytes());
         run
     }

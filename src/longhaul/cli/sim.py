@@ -211,8 +211,8 @@ def hurricane_command(
     """One Hurricane transfer in virtual time: the `hurricane` crate's own sender and
     receiver (with `hurricane send`'s defaults) over a circuit of the emulator's link model,
     no host's CPU in the way."""
-    args = ["hurricane", "--rate-gbps", f"{rate_gbps:g}", "--rtt-ms", f"{rtt_ms:g}",
-            "--loss", f"{loss:g}", "--seed", str(seed)]  # fmt: skip
+    args = ["hurricane", "--rate-gbps", str(rate_gbps), "--rtt-ms", str(rtt_ms),
+            "--loss", str(loss), "--seed", str(seed)]  # fmt: skip
     args += ["--queue-bytes", str(queue_bytes)] if queue_bytes is not None else []
     args += ["--bytes", str(nbytes)] if nbytes is not None else []
     with _bar() as bar:
