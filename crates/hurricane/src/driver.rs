@@ -453,8 +453,7 @@ pub fn receive<S: BlockSink>(
     let transfer = offer.transfer();
     let (held_bytes, held_blocks) = (held_bytes(&held, &offer), held.len());
     let mut receiver = Receiver::resume(transfer.clone(), offer.nack_group, held);
-    udp.socket
-        .set_read_timeout(Some(Duration::from_millis(1)))?;
+    udp.socket.set_nonblocking(true)?;
     let (clock, cpu_at_start) = (Instant::now(), thread_cpu_s());
     let (mut out, mut incoming) = (Vec::with_capacity(2048), vec![0u8; 65_536]);
     let mut peer = None;
@@ -484,11 +483,9 @@ pub fn receive<S: BlockSink>(
                 }
                 peer = Some(from);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                nap(&receiver, clock.elapsed().as_nanos() as u64);
+            }
             Err(e) => return Err(e.into()),
         }
         if receiver.is_complete() && !checked {
@@ -534,6 +531,27 @@ pub fn receive<S: BlockSink>(
         stats: receiver.stats,
     };
     Ok((finished, sink))
+}
+
+/// How long the receiver sleeps when its socket is empty, rather than waiting on the
+/// socket: a batch arriving meanwhile wakes nobody, where a waiting receiver was woken
+/// for each one (about 18,000 a second at 9.6 Gb/s, each a context switch on its side
+/// and an inter-processor wake-up on the side handing the batch over). The socket's
+/// buffer (256 MB, about 200 ms of 9.6 Gb/s) holds what comes in meanwhile, and half a
+/// millisecond is far inside the quarter of a round trip the receiver waits before it
+/// reports a gap. Measured at 9.6 Gb/s x 163 ms, three runs a side alternated with the
+/// receiver waiting on the socket: 0.357-0.359 core against 0.394-0.407.
+const RECEIVE_NAP: Duration = Duration::from_micros(500);
+
+/// Sleep `RECEIVE_NAP`, or until the receiver's next timeout if that comes sooner.
+fn nap(receiver: &Receiver, now_ns: u64) {
+    let nap_ns = RECEIVE_NAP.as_nanos() as u64;
+    let until_ns = receiver
+        .poll_timeout()
+        .map_or(now_ns + nap_ns, |due| due.clamp(now_ns, now_ns + nap_ns));
+    if until_ns > now_ns {
+        std::thread::sleep(Duration::from_nanos(until_ns - now_ns));
+    }
 }
 
 /// Bytes made on the fly from their offset, 8 at a time: what memory-to-memory

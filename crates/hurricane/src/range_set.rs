@@ -47,6 +47,9 @@ impl RangeSet {
         if range.is_empty() {
             return false;
         }
+        if let Some(grown) = self.extend_in_place(&range) {
+            return grown;
+        }
         let (mut start, mut end) = (range.start, range.end);
         let mut swallowed = 0;
         // Merge with a range that starts at or before `start` and reaches it.
@@ -68,6 +71,31 @@ impl RangeSet {
         let before = self.count;
         self.count = self.count - swallowed + (end - start);
         self.count > before
+    }
+
+    /// `insert` where `range` starts inside or just after the range before it and
+    /// reaches no later one: a receiver taking blocks in order, the common case. That
+    /// range grows where it is, with no removal and insertion in the tree (at 9.6 Gb/s the
+    /// receiver inserts 800,000 blocks a second). None where this does not hold.
+    fn extend_in_place(&mut self, range: &Range<u64>) -> Option<bool> {
+        if self
+            .ranges
+            .range(range.start + 1..=range.end)
+            .next()
+            .is_some()
+        {
+            return None;
+        }
+        let (_, end) = self.ranges.range_mut(..=range.start).next_back()?;
+        if *end < range.start {
+            return None;
+        }
+        if range.end <= *end {
+            return Some(false);
+        }
+        self.count += range.end - *end;
+        *end = range.end;
+        Some(true)
     }
 
     /// Remove `range`.
@@ -175,6 +203,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             (0u64..200, 0u64..20).prop_map(|(s, n)| Op::Insert(s, s + n)),
+            (0u64..200).prop_map(|s| Op::Insert(s, s + 1)),
             (0u64..200, 0u64..20).prop_map(|(s, n)| Op::Remove(s, s + n)),
             Just(Op::PopMin),
         ]
