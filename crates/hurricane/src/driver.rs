@@ -4,7 +4,7 @@
 //! when it is near). Blocks come from and go to anything that reads or writes them by
 //! number: memory, or files (`files`).
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -15,7 +15,7 @@ use crate::receiver::{BlockSink, Receiver, ReceiverStats};
 use crate::sender::{BlockSource, Pacing, Sender, SenderStats, lead_ns};
 use crate::tuner::Tuner;
 use crate::udp::{MAX_SEGMENTS, MAX_SEND_BYTES, Udp};
-use crate::wire::{DATA_OVERHEAD_BYTES, Key};
+use crate::wire::{DATA_HEADER_BYTES, DATA_OVERHEAD_BYTES, Key};
 use crate::{IP_UDP_BYTES, Transfer};
 
 #[derive(Debug)]
@@ -233,7 +233,7 @@ pub fn send(
     tighten_timer_slack();
     let segment_bytes = block_bytes as usize + DATA_OVERHEAD_BYTES;
     let (clock, cpu_at_start) = (Instant::now(), thread_cpu_s());
-    let (mut batch, mut incoming) = (Vec::with_capacity(65_536), vec![0u8; 65_536]);
+    let (mut batch, mut incoming) = (Batch::default(), vec![0u8; 65_536]);
     let mut next_progress = Duration::ZERO;
     let mut deferred_sends = 0;
     while !sender.is_done() {
@@ -315,7 +315,7 @@ pub fn sender_for(transfer: Transfer, held: RangeSet, options: &SendOptions) -> 
 
 /// When the sender's loop wakes next: when two batches are due (at most 1 ms on), or
 /// a batch's time on when the socket deferred one (it drains about a batch in that time).
-fn next_wake_ns(sender: &Sender, deferred_batch: &[u8], now_ns: u64, batch_ns: u64) -> u64 {
+fn next_wake_ns(sender: &Sender, deferred_batch: &Batch, now_ns: u64, batch_ns: u64) -> u64 {
     if deferred_batch.is_empty() {
         sender
             .poll_timeout()
@@ -327,27 +327,74 @@ fn next_wake_ns(sender: &Sender, deferred_batch: &[u8], now_ns: u64, batch_ns: u
     }
 }
 
+/// One GSO batch of datagrams: their bytes, but for the payloads that stay in their
+/// source (a mapped file's blocks), which go out from where they lie.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// (offset in `bytes`, block): that block's payload goes in at that offset.
+    in_place: Vec<(usize, u64)>,
+    /// The datagrams' bytes, payloads in place included.
+    len: usize,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.in_place.clear();
+        self.len = 0;
+    }
+
+    /// The batch's bytes in order, from the buffer and from `source`.
+    fn parts<'a>(&'a self, source: &'a impl BlockSource) -> Vec<IoSlice<'a>> {
+        let mut parts = Vec::with_capacity(2 * self.in_place.len() + 1);
+        let mut cursor = 0;
+        for &(at, block) in &self.in_place {
+            parts.push(IoSlice::new(&self.bytes[cursor..at]));
+            let payload = source
+                .in_place(block)
+                .expect("a block left in place is there still");
+            parts.push(IoSlice::new(payload));
+            cursor = at;
+        }
+        parts.push(IoSlice::new(&self.bytes[cursor..]));
+        parts
+    }
+}
+
 /// The datagrams due at `now_ns`, in one GSO batch of equal datagrams (only its last
 /// may be shorter); whether a full batch went (more may be due). A batch the socket
 /// cannot take now (its buffer full: the sender ran ahead of what the path drains) is
 /// kept in `batch` and goes first next time, counted in `deferred`; the sender's own host
-/// loses nothing.
+/// loses nothing. A file's blocks stay in its mapping (`Sender::poll_transmit_in_place`)
+/// and the kernel copies them from there: copying each into the batch first, a sender
+/// from tmpfs at 9.6 Gb/s took 0.54-0.57 core, against 0.43-0.50 (moving more) without.
 fn send_due(
     udp: &mut Udp,
     sender: &mut Sender,
     now_ns: u64,
     source: &mut impl BlockSource,
-    batch: &mut Vec<u8>,
+    batch: &mut Batch,
     segment_bytes: usize,
     deferred: &mut u64,
 ) -> Result<bool, DriverError> {
     let batch_segments = (MAX_SEND_BYTES / segment_bytes).clamp(1, MAX_SEGMENTS);
     if batch.is_empty() {
-        while batch.len() < batch_segments * segment_bytes {
-            let Some(len) = sender.poll_transmit(now_ns, source, batch) else {
+        while batch.len < batch_segments * segment_bytes {
+            let at = batch.bytes.len();
+            let Some(outgoing) = sender.poll_transmit_in_place(now_ns, source, &mut batch.bytes)
+            else {
                 break;
             };
-            if len != segment_bytes {
+            if let Some(block) = outgoing.in_place {
+                batch.in_place.push((at + DATA_HEADER_BYTES, block));
+            }
+            batch.len += outgoing.len;
+            if outgoing.len != segment_bytes {
                 break;
             }
         }
@@ -355,8 +402,13 @@ fn send_due(
     if batch.is_empty() {
         return Ok(false);
     }
-    let full = batch.len() == batch_segments * segment_bytes;
-    match udp.send_segments(batch, segment_bytes) {
+    let full = batch.len == batch_segments * segment_bytes;
+    let sent = if batch.in_place.is_empty() {
+        udp.send_segments(&batch.bytes, segment_bytes)
+    } else {
+        udp.send_segments_vectored(&batch.parts(source), segment_bytes)
+    };
+    match sent {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
             *deferred += 1;
             Ok(false)

@@ -203,6 +203,14 @@ impl BlockSource for FileSource {
         let start = block as usize * self.block_bytes;
         buf.copy_from_slice(self.map.bytes(start..start + buf.len()));
     }
+
+    fn in_place(&self, block: u64) -> Option<&[u8]> {
+        let start = block as usize * self.block_bytes;
+        Some(
+            self.map
+                .bytes(start..(start + self.block_bytes).min(self.map.len)),
+        )
+    }
 }
 
 /// The files of a directory tree, as (path, name relative to the root with `/`), in a

@@ -8,7 +8,7 @@ use std::ops::Range;
 use crate::governor::Governor;
 use crate::range_set::RangeSet;
 use crate::tuner::Tuner;
-use crate::wire::{self, Body, Datagram};
+use crate::wire::{self, Body, Datagram, PartsTagger};
 use crate::{IP_UDP_BYTES, Transfer};
 
 /// Where the payload of a block comes from (a file, memory).
@@ -16,6 +16,23 @@ pub trait BlockSource {
     /// Fill `buf` (exactly the block's length) with `block`'s bytes; `buf` is the
     /// payload of the datagram being made.
     fn read(&mut self, block: u64, buf: &mut [u8]);
+
+    /// `block`'s bytes where they lie, if the source holds them in memory (a mapped
+    /// file): `Sender::poll_transmit_in_place` leaves them there.
+    fn in_place(&self, block: u64) -> Option<&[u8]> {
+        let _ = block;
+        None
+    }
+}
+
+/// A datagram `Sender::poll_transmit_in_place` made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outgoing {
+    /// Its length on the wire (payload included, wherever it lies).
+    pub len: usize,
+    /// The DATA datagram of this block whose payload stayed in its source: the bytes
+    /// appended hold its header then its tag, and the payload goes between them.
+    pub in_place: Option<u64>,
 }
 
 /// Flow control as USN's Hurricane had it.
@@ -98,6 +115,8 @@ pub struct Sender {
     pub tuner: Option<Tuner>,
     /// When set, it lowers the rate under heavy loss and gives it back after.
     pub governor: Option<Governor>,
+    /// Tags datagrams whose payload stays in its source (made on first use).
+    tagger: Option<PartsTagger>,
     pub stats: SenderStats,
 }
 
@@ -133,6 +152,7 @@ impl Sender {
             rtt_now_ns,
             tuner: None,
             governor: None,
+            tagger: None,
             stats: SenderStats::default(),
         }
     }
@@ -187,13 +207,39 @@ impl Sender {
         source: &mut impl BlockSource,
         out: &mut Vec<u8>,
     ) -> Option<usize> {
+        self.poll_datagram(now_ns, source, out, false)
+            .map(|outgoing| outgoing.len)
+    }
+
+    /// As `poll_transmit`, but a block its source holds in place (`BlockSource::in_place`)
+    /// stays there, unless the payload is encrypted: `out` gets the datagram's header and
+    /// tag, and a driver sends the payload from where it lies between them, with no copy
+    /// into the datagram.
+    pub fn poll_transmit_in_place(
+        &mut self,
+        now_ns: u64,
+        source: &mut impl BlockSource,
+        out: &mut Vec<u8>,
+    ) -> Option<Outgoing> {
+        let in_place = !self.transfer.key.encrypt;
+        self.poll_datagram(now_ns, source, out, in_place)
+    }
+
+    fn poll_datagram(
+        &mut self,
+        now_ns: u64,
+        source: &mut impl BlockSource,
+        out: &mut Vec<u8>,
+        in_place: bool,
+    ) -> Option<Outgoing> {
         if self.done || now_ns + self.early_ns < self.next_at_ns {
             return None;
         }
         let start = out.len();
         self.release_guards(now_ns);
+        let mut left_in_place = None;
         if let Some(block) = self.next_block(now_ns) {
-            self.encode_block(now_ns, block, source, out);
+            left_in_place = self.encode_block(now_ns, block, source, out, in_place);
         } else if self.fin_at_ns.is_none_or(|at| now_ns >= at) {
             let datagram = Datagram {
                 transfer_id: self.transfer.id,
@@ -209,7 +255,7 @@ impl Sender {
             self.fin_at_ns = Some(now_ns + 2 * self.transfer.rtt_ns.max(1_000_000));
             self.stats.fins_sent += 1;
         } else if let Some(block) = self.next_tail_block(now_ns) {
-            self.encode_block(now_ns, block, source, out);
+            left_in_place = self.encode_block(now_ns, block, source, out, in_place);
         } else {
             return None;
         }
@@ -217,30 +263,45 @@ impl Sender {
             self.sent_log.push_back((self.packets, now_ns));
         }
         self.packets += 1;
-        let len = out.len() - start;
+        let len =
+            out.len() - start + left_in_place.map_or(0, |block| self.transfer.block_len(block));
         self.pace(now_ns, len);
         self.stats.datagrams_sent += 1;
-        Some(len)
+        Some(Outgoing {
+            len,
+            in_place: left_in_place,
+        })
     }
 
+    /// Append `block`'s DATA datagram to `out`, or (if `in_place` and its source holds
+    /// it in place) its header and tag only: then the block, whose payload stayed.
     fn encode_block(
         &mut self,
         now_ns: u64,
         block: u64,
         source: &mut impl BlockSource,
         out: &mut Vec<u8>,
-    ) {
-        let start = out.len();
+        in_place: bool,
+    ) -> Option<u64> {
         let len = self.transfer.block_len(block);
-        let (id, packet) = (self.transfer.id, self.packets);
-        let fill = |payload: &mut [u8]| source.read(block, payload);
-        wire::encode_data(&self.transfer.key, id, packet, block, len, fill, out);
+        let (key, id, packet) = (&self.transfer.key, self.transfer.id, self.packets);
+        let left = if let Some(payload) = in_place.then(|| source.in_place(block)).flatten() {
+            debug_assert_eq!(payload.len(), len, "a block's bytes in place");
+            let tagger = self.tagger.get_or_insert_with(|| PartsTagger::new(key));
+            wire::encode_data_around(tagger, key, id, packet, block, payload, out);
+            true
+        } else {
+            let fill = |payload: &mut [u8]| source.read(block, payload);
+            wire::encode_data(key, id, packet, block, len, fill, out);
+            false
+        };
         if let Some(tuner) = self.tuner.as_mut() {
-            tuner.on_sent(now_ns, out.len() - start);
+            tuner.on_sent(now_ns, len + wire::DATA_OVERHEAD_BYTES);
         }
         if let Some(governor) = self.governor.as_mut() {
             governor.on_sent(now_ns);
         }
+        left.then_some(block)
     }
 
     /// The first pass is over, and the line would idle until the NACKs of its last round

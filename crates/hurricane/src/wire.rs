@@ -34,8 +34,10 @@ pub const MAGIC: &[u8; 3] = b"HUR";
 pub const VERSION: u8 = 2;
 pub const HEADER_BYTES: usize = 21;
 pub const MAC_BYTES: usize = 16;
+/// What comes before a DATA datagram's payload: the header and the block number.
+pub const DATA_HEADER_BYTES: usize = HEADER_BYTES + 8;
 /// What a DATA datagram adds to its payload.
-pub const DATA_OVERHEAD_BYTES: usize = HEADER_BYTES + 8 + MAC_BYTES;
+pub const DATA_OVERHEAD_BYTES: usize = DATA_HEADER_BYTES + MAC_BYTES;
 /// The most missing ranges one NACK carries (a NACK stays near 1 KB).
 pub const MAX_NACK_RANGES: usize = 64;
 
@@ -137,11 +139,15 @@ fn side(kind: u8) -> u32 {
     u32::from(matches!(kind & !ENCRYPTED, NACK | DONE))
 }
 
-fn nonce(kind: u8, packet: u64) -> Nonce {
+fn nonce_bytes(kind: u8, packet: u64) -> [u8; 12] {
     let mut bytes = [0u8; 12];
     bytes[..4].copy_from_slice(&side(kind).to_be_bytes());
     bytes[4..].copy_from_slice(&packet.to_be_bytes());
-    Nonce::assume_unique_for_key(bytes)
+    bytes
+}
+
+fn nonce(kind: u8, packet: u64) -> Nonce {
+    Nonce::assume_unique_for_key(nonce_bytes(kind, packet))
 }
 
 /// Append `datagram`, tag included, to `out`.
@@ -207,6 +213,103 @@ pub fn encode_data(
     // What is authenticated only, and what is also encrypted (the payload, if asked).
     let clear_end = if key.encrypt { payload_at } else { out.len() };
     seal(key, kind, packet, out, start, clear_end);
+}
+
+/// Append the header of a DATA datagram of `block` and its tag to `out`, leaving out
+/// its payload, which stays where it lies (a mapped file's block) and goes out between
+/// the two: the tag is the one `encode_data` gives the same datagram whole. Only for a
+/// key that does not encrypt (an encrypted payload is made anew anyway).
+#[allow(clippy::too_many_arguments)]
+pub fn encode_data_around(
+    tagger: &mut PartsTagger,
+    key: &Key,
+    transfer_id: u64,
+    packet: u64,
+    block: u64,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    assert!(!key.encrypt, "an encrypted payload cannot stay in place");
+    let start = out.len();
+    push_header(out, DATA, transfer_id, packet);
+    out.extend_from_slice(&block.to_be_bytes());
+    let tag = tagger.tag(&nonce_bytes(DATA, packet), &[&out[start..], payload]);
+    out.extend_from_slice(&tag);
+}
+
+/// AES-256-GCM tags over additional data given in pieces, which GCM allows (GHASH runs
+/// over their concatenation, NIST SP 800-38D §7.1): a datagram's header in one buffer and
+/// its payload in another. aws-lc's `EVP_CIPHER` interface takes the pieces; the AEAD
+/// interface that `aws-lc-rs` wraps takes one slice.
+pub struct PartsTagger {
+    ctx: *mut aws_lc_sys::EVP_CIPHER_CTX,
+}
+
+// SAFETY: the context is owned by this value alone and used only through `&mut self`.
+unsafe impl Send for PartsTagger {}
+
+impl PartsTagger {
+    pub fn new(key: &Key) -> Self {
+        // SAFETY: a fresh context, set up for AES-256-GCM with the 32-byte key; the
+        // pointers outlive the calls. Each call's result is checked.
+        unsafe {
+            let ctx = aws_lc_sys::EVP_CIPHER_CTX_new();
+            assert!(!ctx.is_null(), "aws-lc could not allocate a cipher context");
+            let set = aws_lc_sys::EVP_EncryptInit_ex(
+                ctx,
+                aws_lc_sys::EVP_aes_256_gcm(),
+                std::ptr::null_mut(),
+                key.raw.as_ptr(),
+                std::ptr::null(),
+            );
+            assert_eq!(set, 1, "aws-lc refused an AES-256-GCM key");
+            Self { ctx }
+        }
+    }
+
+    /// The tag of empty plaintext with `parts`, in order, as additional data.
+    fn tag(&mut self, nonce: &[u8; 12], parts: &[&[u8]]) -> [u8; MAC_BYTES] {
+        let mut tag = [0u8; MAC_BYTES];
+        let mut written: libc::c_int = 0;
+        // SAFETY: the context was set up in `new` (a 12-byte nonce is GCM's default);
+        // every pointer and length describes a live slice for the call's duration, and
+        // a null output marks additional data. Each call's result is checked.
+        unsafe {
+            let ok = aws_lc_sys::EVP_EncryptInit_ex(
+                self.ctx,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                nonce.as_ptr(),
+            ) == 1
+                && parts.iter().all(|part| {
+                    aws_lc_sys::EVP_EncryptUpdate(
+                        self.ctx,
+                        std::ptr::null_mut(),
+                        &raw mut written,
+                        part.as_ptr(),
+                        part.len() as libc::c_int,
+                    ) == 1
+                })
+                && aws_lc_sys::EVP_EncryptFinal_ex(self.ctx, tag.as_mut_ptr(), &raw mut written)
+                    == 1
+                && aws_lc_sys::EVP_CIPHER_CTX_ctrl(
+                    self.ctx,
+                    aws_lc_sys::EVP_CTRL_GCM_GET_TAG,
+                    MAC_BYTES as libc::c_int,
+                    tag.as_mut_ptr().cast(),
+                ) == 1;
+            assert!(ok, "AES-GCM tags any datagram a UDP packet can hold");
+        }
+        tag
+    }
+}
+
+impl Drop for PartsTagger {
+    fn drop(&mut self) {
+        // SAFETY: the context made in `new`, freed once.
+        unsafe { aws_lc_sys::EVP_CIPHER_CTX_free(self.ctx) };
+    }
 }
 
 fn push_header(out: &mut Vec<u8>, kind: u8, transfer_id: u64, packet: u64) {
@@ -454,6 +557,30 @@ mod tests {
     }
 
     proptest! {
+        /// A datagram tagged in pieces, its payload put back between header and tag, is
+        /// the datagram `encode_data` makes whole, and it decodes.
+        #[test]
+        fn tagged_around_its_payload_is_the_whole_datagram(
+            payload in proptest::collection::vec(any::<u8>(), 1..1500),
+            packet in any::<u64>(),
+            block in any::<u64>(),
+        ) {
+            let key = key();
+            let mut tagger = PartsTagger::new(&key);
+            let mut around = vec![0xee; 3];
+            encode_data_around(&mut tagger, &key, 5, packet, block, &payload, &mut around);
+            prop_assert_eq!(around.len(), 3 + DATA_OVERHEAD_BYTES);
+            let mut assembled = around[..3 + DATA_HEADER_BYTES].to_vec();
+            assembled.extend_from_slice(&payload);
+            assembled.extend_from_slice(&around[3 + DATA_HEADER_BYTES..]);
+            let mut whole = vec![0xee; 3];
+            let fill = |buf: &mut [u8]| buf.copy_from_slice(&payload);
+            encode_data(&key, 5, packet, block, payload.len(), fill, &mut whole);
+            prop_assert_eq!(&assembled, &whole);
+            let decoded = decode(&key, &mut assembled[3..]).unwrap();
+            prop_assert_eq!(decoded.body, Body::Data { block, payload: &payload });
+        }
+
         /// Any bytes at all: an answer, never a panic.
         #[test]
         fn arbitrary_bytes_never_panic(mut bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {

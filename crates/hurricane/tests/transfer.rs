@@ -374,3 +374,57 @@ fn the_lead_is_a_quarter_round_trip_within_1_and_10_ms_and_three_batches() {
     assert_eq!(lead_ns(100_000, 55_000), 1_000_000);
     assert_eq!(lead_ns(100_000, 528_000), 1_584_000);
 }
+
+/// A source that holds its blocks in memory, as a mapped file does.
+struct Held(Vec<u8>, usize);
+
+impl BlockSource for Held {
+    fn read(&mut self, block: u64, buf: &mut [u8]) {
+        buf.copy_from_slice(self.in_place(block).expect("every block is held"));
+    }
+
+    fn in_place(&self, block: u64) -> Option<&[u8]> {
+        let start = block as usize * self.1;
+        Some(&self.0[start..(start + self.1).min(self.0.len())])
+    }
+}
+
+#[test]
+fn blocks_left_in_place_go_out_as_the_same_datagrams() {
+    let mut t = transfer(100_000, 1_000_000_000, 20_000_000);
+    t.block_bytes = 1427;
+    let bytes: Vec<u8> = (0..t.total_bytes).map(|i| (i * 7 % 253) as u8).collect();
+    let mut held = Held(bytes, t.block_bytes as usize);
+    let (mut whole, mut around) = (Sender::new(t.clone(), FAST), Sender::new(t.clone(), FAST));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut in_place = 0;
+    for now_ns in (0..20_000_000).step_by(100_000) {
+        while let Some(len) = whole.poll_transmit(now_ns, &mut held, &mut a) {
+            let outgoing = around
+                .poll_transmit_in_place(now_ns, &mut held, &mut b)
+                .expect("the twin sends too");
+            assert_eq!(outgoing.len, len);
+            // Kind 1 is DATA: every one, and nothing else, leaves its payload in place.
+            assert_eq!(outgoing.in_place.is_some(), a[4] == 1);
+            if let Some(block) = outgoing.in_place {
+                in_place += 1;
+                let payload = held.in_place(block).unwrap();
+                b.splice(
+                    wire::DATA_HEADER_BYTES..wire::DATA_HEADER_BYTES,
+                    payload.iter().copied(),
+                );
+            }
+            assert_eq!(a, b);
+            a.clear();
+            b.clear();
+        }
+    }
+    // Every block went (71, the last short), some of them again in the tail.
+    assert!(in_place >= t.total_blocks(), "{in_place}");
+    // An encrypted payload is made anew: nothing stays in place.
+    t.key = Key::new([3; 32], true);
+    let mut sealed = Sender::new(t, FAST);
+    let outgoing = sealed.poll_transmit_in_place(0, &mut held, &mut b).unwrap();
+    assert_eq!(outgoing.in_place, None);
+    assert_eq!(outgoing.len, b.len());
+}
