@@ -75,19 +75,15 @@ impl RangeSet {
 
     /// `insert` where `range` starts inside or just after the range before it and
     /// reaches no later one: a receiver taking blocks in order, the common case. That
-    /// range grows where it is, with no removal and insertion in the tree (at 9.6 Gb/s the
-    /// receiver inserts 800,000 blocks a second). None where this does not hold.
+    /// range grows where it is, found by one lookup, with no removal and insertion in the
+    /// tree (at 9.6 Gb/s the receiver inserts 800,000 blocks a second). None where this
+    /// does not hold.
     fn extend_in_place(&mut self, range: &Range<u64>) -> Option<bool> {
-        if self
-            .ranges
-            .range(range.start + 1..=range.end)
-            .next()
-            .is_some()
-        {
-            return None;
-        }
-        let (_, end) = self.ranges.range_mut(..=range.start).next_back()?;
-        if *end < range.start {
+        // The last range starting at or before `range.end`: if it starts after
+        // `range.start`, `range` reaches (or touches) it; if it ends before
+        // `range.start`, `range` does not touch the one before.
+        let (&start, end) = self.ranges.range_mut(..=range.end).next_back()?;
+        if start > range.start || *end < range.start {
             return None;
         }
         if range.end <= *end {

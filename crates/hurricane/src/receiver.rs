@@ -146,12 +146,11 @@ impl Receiver {
             self.stats.malformed += 1;
             return;
         }
-        if self.received.contains(block) {
+        if !self.received.insert(block..block + 1) {
             self.stats.duplicates += 1;
             return;
         }
         sink.write(block, payload);
-        self.received.insert(block..block + 1);
         self.stats.blocks += 1;
         if block >= self.highest {
             if block > self.highest {
