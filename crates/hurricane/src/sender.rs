@@ -18,7 +18,8 @@ pub trait BlockSource {
     fn read(&mut self, block: u64, buf: &mut [u8]);
 
     /// `block`'s bytes where they lie, if the source holds them in memory (a mapped
-    /// file): `Sender::poll_transmit_in_place` leaves them there.
+    /// file): `Sender::poll_transmit_in_place` leaves them there, and a driver asks
+    /// again when it sends them, so a source that answers once answers the same after.
     fn in_place(&self, block: u64) -> Option<&[u8]> {
         let _ = block;
         None
