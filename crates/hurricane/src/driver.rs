@@ -403,12 +403,7 @@ fn send_due(
         return Ok(false);
     }
     let full = batch.len == batch_segments * segment_bytes;
-    let sent = if batch.in_place.is_empty() {
-        udp.send_segments(&batch.bytes, segment_bytes)
-    } else {
-        udp.send_segments_vectored(&batch.parts(source), segment_bytes)
-    };
-    match sent {
+    match udp.send_segments_vectored(&batch.parts(source), segment_bytes) {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
             *deferred += 1;
             Ok(false)
@@ -587,8 +582,10 @@ pub fn receive<S: BlockSink>(
 
 /// How long the receiver sleeps when its socket is empty, rather than waiting on the
 /// socket: a batch arriving meanwhile wakes nobody, where a waiting receiver was woken
-/// for each one (about 18,000 a second at 9.6 Gb/s, each a context switch on its side
-/// and an inter-processor wake-up on the side handing the batch over). The socket's
+/// by the first batch after each time it had drained the socket (each a context switch
+/// on its side and an inter-processor wake-up on the side handing the batch over): in
+/// one 4 GiB transfer at 9.6 Gb/s x 163 ms, 25,343 voluntary context switches waiting
+/// against 3,593 napping. The socket's
 /// buffer (256 MB, about 200 ms of 9.6 Gb/s) holds what comes in meanwhile, and half a
 /// millisecond is far inside the quarter of a round trip the receiver waits before it
 /// reports a gap. Measured at 9.6 Gb/s x 163 ms, three runs a side alternated with the

@@ -83,15 +83,10 @@ impl Udp {
         Ok(mtu as usize)
     }
 
-    /// Send `bytes`, datagrams of `segment_bytes` each (the last may be shorter), to
-    /// the connected peer.
-    pub fn send_segments(&mut self, bytes: &[u8], segment_bytes: usize) -> io::Result<()> {
-        self.send_segments_vectored(&[IoSlice::new(bytes)], segment_bytes)
-    }
-
-    /// As `send_segments`, the bytes gathered from `parts` in order (a datagram's header
-    /// and tag in one buffer, its payload in a mapped file): the kernel copies each from
-    /// where it lies.
+    /// Send the bytes of `parts`, in order, as datagrams of `segment_bytes` each (the
+    /// last may be shorter) to the connected peer. The parts need not be datagrams (a
+    /// datagram's header and tag in one buffer, its payload in a mapped file): the kernel
+    /// gathers each from where it lies.
     pub fn send_segments_vectored(
         &mut self,
         parts: &[IoSlice<'_>],
