@@ -29,6 +29,31 @@ def test_every_circuit_sets_hurricane_against_every_peer() -> None:
                             ((9.6, 163.0, 0.0), "disk-fs"), ((9.6, 163.0, 0.0), "disk-tmpfs")]  # fmt: skip
 
 
+def test_disk_files_are_random_bytes_of_each_size_removed_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bases = {mode: tmp_path / mode for mode in bench.DISK_BASES}
+    for base in bases.values():
+        base.mkdir()
+    monkeypatch.setattr(bench, "DISK_BASES", {m: str(b) for m, b in bases.items()})
+    size = 64 << 20
+    with bench._disk_files({size}) as files:
+        assert set(files) == set(bases)
+        made = [files[mode] / f"source-{size}.bin" for mode in bases]
+        assert [p.stat().st_size for p in made] == [size, size]
+        assert made[0].read_bytes()[:4096] != bytes(4096)
+    assert [list(b.iterdir()) for b in bases.values()] == [[], []]
+
+
+def test_no_disk_files_asked_for_makes_no_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "DISK_BASES", {"disk-tmpfs": str(tmp_path)})
+    with bench._disk_files(set()) as files:
+        assert files == {}
+        assert list(tmp_path.iterdir()) == []
+
+
 def test_utilization_is_over_each_tools_own_payload_ceiling() -> None:
     circuit = bench.Circuit(9.6, 163.0)
     assert bench._ceiling_bps(circuit, "hurricane") == pytest.approx(9.6e9 * 1427 / 1500)

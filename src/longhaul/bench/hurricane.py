@@ -70,6 +70,8 @@ PACKET_BYTES = 1500
 PAYLOAD_BYTES = {"hurricane": 1427, "tcp": PACKET_BYTES - TCP_IP_HEADER_BYTES, "udt": 1456}
 """What a 1,500-byte IP packet carries of each tool's payload."""
 DISK_FILE_BYTES = {1.0: 1 << 30, 9.6: 4 << 30}
+DISK_BASES = {"disk-tmpfs": "/dev/shm", "disk-fs": "/var/tmp"}
+"""Where each disk mode's files are made: tmpfs, and the root file system."""
 """By rate: the file sent disk to disk (about 8.6 and 3.6 s), and on those circuits the
 memory-to-memory transfer it is compared with (the same size)."""
 FAULT_TRANSFERS = 200
@@ -276,10 +278,14 @@ def _label(circuit: Circuit, one: Run) -> str:
 @contextmanager
 def _disk_files(sizes: set[int]) -> Iterator[dict[str, Path]]:
     """A file of random bytes of each size, on tmpfs and on the root file system
-    (`source-SIZE.bin`), and room beside them for what arrives; removed after."""
+    (`source-SIZE.bin`), and room beside them for what arrives; removed after. No sizes,
+    no folders (and no `sync`)."""
     made: dict[str, Path] = {}
+    if not sizes:
+        yield made
+        return
     try:
-        for mode, base in (("disk-tmpfs", "/dev/shm"), ("disk-fs", "/var/tmp")):
+        for mode, base in DISK_BASES.items():
             folder = Path(tempfile.mkdtemp(prefix="longhaul-bench-hurricane-", dir=base))
             made[mode] = folder
             rng = np.random.default_rng(1)
