@@ -1,4 +1,4 @@
-"""`longhaul bench sim`: the four cases, and the ns-3 timing's refusal without ns-3."""
+"""`longhaul bench sim`: the five cases, and the ns-3 timing's refusal without ns-3."""
 
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ from tests.cli.conftest import run_cli
 
 
 def test_bench_sim_prints_events_and_realtime_factor():
-    result = run_cli("bench", "sim", "--json", "--seconds", "1", "--no-ns3")
+    result = run_cli("bench", "sim", "--json", "--seconds", "1", "--repetitions", "2",
+                     "--no-ns3")  # fmt: skip
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
-    for case in ("one_flow", "twenty_flows", "lossy", "mixed"):
-        assert found[case]["events_per_s"] > 0 and found[case]["realtime_factor"] > 0
+    for case in ("one_flow", "twenty_flows", "lossy", "mixed", "ib_write"):
+        figures = found[case]
+        assert figures["events_per_s"] > 0 and figures["repetitions"] == 2
+        low, mid, high = (figures[f"realtime_factor{end}"] for end in ("_min", "", "_max"))
+        assert 0 < low <= mid <= high
     # In one second at 163 ms one flow is still in its first slow start; the mixed
     # flows, down to 26.8 ms, are well under way.
     assert found["lossy"]["goodput_bps"] <= found["one_flow"]["goodput_bps"]

@@ -12,6 +12,10 @@
 //!
 //! Buffers are large enough that windows never bind. `events` counts scheduled events
 //! only (a packet handed from one node to the next in the same instant is a call).
+//!
+//! Each case runs `repetitions` times, the cases taking turns (so a slow minute of the
+//! machine falls on all of them alike): a run is deterministic, so only its wall time
+//! varies, and a case reports the median run's speed with the least and most.
 
 use serde::Serialize;
 
@@ -21,14 +25,51 @@ use crate::run::run;
 use crate::scenario::{FlowGroupSpec, HostSpec, HostsSpec, PathSpec, Scenario, resolve};
 use longhaul_link::Loss;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchCase {
-    pub events_per_s: f64,
-    pub realtime_factor: f64,
+/// One run of a case.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BenchRun {
     pub simulated_s: f64,
     pub wall_s: f64,
     pub events: u64,
     pub goodput_bps: f64,
+}
+
+/// A case over its runs: the median run's speed (`realtime_factor`, `events_per_s`,
+/// `wall_s`), the least and most real-time factor, and what every run simulated alike.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchCase {
+    pub events_per_s: f64,
+    pub realtime_factor: f64,
+    pub realtime_factor_min: f64,
+    pub realtime_factor_max: f64,
+    pub repetitions: usize,
+    pub simulated_s: f64,
+    pub wall_s: f64,
+    pub events: u64,
+    pub goodput_bps: f64,
+}
+
+impl BenchCase {
+    /// The case over `runs` (at least one, all of the same simulation).
+    pub fn over(runs: &[BenchRun]) -> Self {
+        assert!(!runs.is_empty(), "a case needs a run");
+        let mut walls: Vec<f64> = runs.iter().map(|r| r.wall_s).collect();
+        walls.sort_by(f64::total_cmp);
+        let median_wall_s = walls[walls.len() / 2];
+        let first = runs[0];
+        let factor = |wall_s: f64| first.simulated_s / wall_s.max(1e-9);
+        Self {
+            events_per_s: first.events as f64 / median_wall_s.max(1e-9),
+            realtime_factor: factor(median_wall_s),
+            realtime_factor_min: factor(walls[walls.len() - 1]),
+            realtime_factor_max: factor(walls[0]),
+            repetitions: runs.len(),
+            simulated_s: first.simulated_s,
+            wall_s: median_wall_s,
+            events: first.events,
+            goodput_bps: first.goodput_bps,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,12 +151,10 @@ pub fn mixed_scenario(duration_s: f64) -> Scenario {
     s
 }
 
-pub fn bench_case(scenario: &Scenario) -> BenchCase {
+pub fn bench_run(scenario: &Scenario) -> BenchRun {
     let resolved = resolve(scenario, None).expect("bench scenario is valid");
     let report = run(&resolved);
-    BenchCase {
-        events_per_s: report.perf.events_per_s,
-        realtime_factor: report.perf.realtime_factor,
+    BenchRun {
         simulated_s: report.perf.simulated_s,
         wall_s: report.perf.wall_s,
         events: report.counters.events_processed,
@@ -133,11 +172,9 @@ pub fn ib_write_test(duration_s: f64) -> IbTest {
     test
 }
 
-pub fn ib_case(test: &IbTest) -> BenchCase {
+pub fn ib_run(test: &IbTest) -> BenchRun {
     let report = crate::ib::run::run(test);
-    BenchCase {
-        events_per_s: report.perf.events_per_s,
-        realtime_factor: report.perf.realtime_factor,
+    BenchRun {
         simulated_s: report.perf.simulated_s,
         wall_s: report.perf.wall_s,
         events: report.events,
@@ -145,12 +182,73 @@ pub fn ib_case(test: &IbTest) -> BenchCase {
     }
 }
 
-pub fn bench(duration_s: f64) -> BenchReport {
+/// Every case `repetitions` times (at least once), taking turns; `progress` hears of
+/// each run as it ends (the case's name, the repetition from 1, the run).
+pub fn bench(
+    duration_s: f64,
+    repetitions: usize,
+    mut progress: impl FnMut(&str, usize, &BenchRun),
+) -> BenchReport {
+    let scenarios = [
+        scenario(1, duration_s),
+        scenario(20, duration_s),
+        lossy_scenario(duration_s),
+        mixed_scenario(duration_s),
+    ];
+    let ib = ib_write_test(duration_s);
+    let names = ["one_flow", "twenty_flows", "lossy", "mixed", "ib_write"];
+    let mut runs: [Vec<BenchRun>; 5] = Default::default();
+    for repetition in 1..=repetitions.max(1) {
+        for (case, name) in names.iter().enumerate() {
+            let one = match scenarios.get(case) {
+                Some(scenario) => bench_run(scenario),
+                None => ib_run(&ib),
+            };
+            progress(name, repetition, &one);
+            runs[case].push(one);
+        }
+    }
+    let [one_flow, twenty_flows, lossy, mixed, ib_write] = runs.map(|r| BenchCase::over(&r));
     BenchReport {
-        one_flow: bench_case(&scenario(1, duration_s)),
-        twenty_flows: bench_case(&scenario(20, duration_s)),
-        lossy: bench_case(&lossy_scenario(duration_s)),
-        mixed: bench_case(&mixed_scenario(duration_s)),
-        ib_write: ib_case(&ib_write_test(duration_s)),
+        one_flow,
+        twenty_flows,
+        lossy,
+        mixed,
+        ib_write,
+    }
+}
+
+#[cfg(test)]
+// The figures compared are exact in binary (15 s over 1.0, 1.5 or 3.0 s of wall time).
+#[allow(clippy::float_cmp)]
+mod tests {
+    use super::*;
+
+    fn run_of(wall_s: f64) -> BenchRun {
+        BenchRun {
+            simulated_s: 15.0,
+            wall_s,
+            events: 3_000_000,
+            goodput_bps: 7.6e9,
+        }
+    }
+
+    #[test]
+    fn a_case_reports_its_median_run_with_the_least_and_most() {
+        let case = BenchCase::over(&[run_of(1.5), run_of(1.0), run_of(3.0)]);
+        assert_eq!(case.repetitions, 3);
+        assert_eq!(case.wall_s, 1.5);
+        assert_eq!(case.realtime_factor, 10.0);
+        assert_eq!(case.realtime_factor_min, 5.0);
+        assert_eq!(case.realtime_factor_max, 15.0);
+        assert_eq!(case.events_per_s, 2_000_000.0);
+        assert_eq!((case.events, case.goodput_bps), (3_000_000, 7.6e9));
+    }
+
+    #[test]
+    fn one_run_is_its_own_median() {
+        let case = BenchCase::over(&[run_of(2.0)]);
+        assert_eq!(case.realtime_factor, 7.5);
+        assert_eq!(case.realtime_factor_min, case.realtime_factor_max);
     }
 }

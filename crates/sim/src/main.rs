@@ -94,6 +94,10 @@ enum Command {
         /// Simulated seconds per case.
         #[arg(long, default_value_t = 15.0)]
         seconds: f64,
+        /// Runs of each case (the cases take turns); each reports its median run with
+        /// the least and most.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+        repetitions: u16,
     },
     /// List the host and connection presets as JSON.
     Presets,
@@ -436,12 +440,24 @@ fn rdma_command(
 }
 
 /// `bench`: each case's figures on standard error (unless `json`), the report as JSON.
-fn bench_command(json: bool, seconds: f64) -> ExitCode {
+fn bench_command(json: bool, seconds: f64, repetitions: u16) -> ExitCode {
     if !(seconds.is_finite() && seconds > 0.0) {
         eprintln!("longhaul-sim: --seconds must be positive");
         return ExitCode::from(2);
     }
-    let report = bench::bench(seconds);
+    let report = bench::bench(
+        seconds,
+        usize::from(repetitions),
+        |name, repetition, run| {
+            if !json {
+                eprintln!(
+                    "{name}, run {repetition} of {repetitions}: {:.2}x real time, {:.2} Gb/s goodput",
+                    run.simulated_s / run.wall_s.max(1e-9),
+                    run.goodput_bps / 1e9
+                );
+            }
+        },
+    );
     if !json {
         for (name, case) in [
             ("one_flow", &report.one_flow),
@@ -451,8 +467,10 @@ fn bench_command(json: bool, seconds: f64) -> ExitCode {
             ("ib_write", &report.ib_write),
         ] {
             eprintln!(
-                "{name}: {:.2}x real time, {:.2} M events/s, {:.2} Gb/s goodput",
+                "{name}: {:.2}x real time ({:.2}-{:.2}), {:.2} M events/s, {:.2} Gb/s goodput",
                 case.realtime_factor,
+                case.realtime_factor_min,
+                case.realtime_factor_max,
                 case.events_per_s / 1e6,
                 case.goodput_bps / 1e9
             );
@@ -493,7 +511,11 @@ fn main() -> ExitCode {
             Ok(resolved) => print_json(&network::run(&resolved)),
             Err(code) => return code,
         },
-        Command::Bench { json, seconds } => return bench_command(json, seconds),
+        Command::Bench {
+            json,
+            seconds,
+            repetitions,
+        } => return bench_command(json, seconds, repetitions),
         Command::Ib(args) => {
             let tests: Result<Vec<IbTest>, String> =
                 args.sizes().into_iter().map(|s| args.test(s)).collect();

@@ -435,16 +435,21 @@ def _floats(text: str, option: str) -> tuple[float, ...]:
 def sim(
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
     seconds: Annotated[float, typer.Option(help="Simulated seconds per case.", min=1)] = 15.0,
+    repetitions: Annotated[
+        int, typer.Option(help="Runs of each case: its median with the least and most.", min=1)
+    ] = 3,
     ns3: Annotated[
         bool, typer.Option(help="Time ns-3 on a scaled case in the same run (about a minute).")
     ] = True,
 ) -> None:
-    """Speed of longhaul-sim at 10 Gb/s, MTU 1500, on one core: events/s and the
-    real-time factor (simulated seconds per wall-clock second) for one CUBIC flow over
-    163 ms, twenty such flows, one flow with 1e-5 random loss, and twenty flows of ten
-    RTTs (26.8-163 ms) and two variants, and an InfiniBand RDMA write of 8 MB messages
-    at 8,600 miles (`ib_write`); then `vs_ns3_speedup`, how many times faster
-    than ns-3 it runs a scaled case (1 Gb/s, 26.8 ms) timed in the same run."""
+    """Speed of longhaul-sim at 10 Gb/s, MTU 1500 (a long path's two sides on two
+    threads): events/s and the real-time factor (simulated seconds per wall-clock
+    second, the median of `--repetitions` runs with the least and most) for one CUBIC
+    flow over 163 ms, twenty such flows, one flow with 1e-5 random loss, and twenty flows
+    of ten RTTs (26.8-163 ms) and two variants, and an InfiniBand RDMA write of 8 MB
+    messages at 8,600 miles (`ib_write`, one thread); then `vs_ns3_speedup`, how many
+    times faster than ns-3 it runs a scaled case (1 Gb/s, 26.8 ms, one thread each)
+    timed in the same run."""
     import subprocess  # noqa: PLC0415
 
     from longhaul.bench import sim as sim_bench  # noqa: PLC0415
@@ -455,9 +460,10 @@ def sim(
         program = runner.binary()
     except runner.SimUnavailableError as exc:
         fail(str(exc), code=1)
-    with err_console.status("simulating the four 10 Gb/s cases"):
+    with err_console.status(f"simulating the five cases, {repetitions} runs each"):
         done = subprocess.run(
-            [str(program), "bench", "--json", "--seconds", f"{seconds:g}"],
+            [str(program), "bench", "--json", "--seconds", f"{seconds:g}",
+             "--repetitions", str(repetitions)],
             capture_output=True, text=True, check=False, timeout=3600,
         )  # fmt: skip
     if done.returncode != 0:
@@ -480,7 +486,8 @@ def sim(
         figures = report[case]
         console.print(
             f"{case.replace('_', ' ')}: {figures['events_per_s'] / 1e6:.2f} M events/s, "
-            f"real-time factor {figures['realtime_factor']:.2f}"
+            f"real-time factor {figures['realtime_factor']:.2f} "
+            f"({figures['realtime_factor_min']:.2f}-{figures['realtime_factor_max']:.2f})"
         )
     against = report["vs_ns3"]
     if "skipped" in against:
