@@ -70,10 +70,10 @@ PACKET_BYTES = 1500
 PAYLOAD_BYTES = {"hurricane": 1427, "tcp": PACKET_BYTES - TCP_IP_HEADER_BYTES, "udt": 1456}
 """What a 1,500-byte IP packet carries of each tool's payload."""
 DISK_FILE_BYTES = {1.0: 1 << 30, 9.6: 4 << 30}
-DISK_BASES = {"disk-tmpfs": "/dev/shm", "disk-fs": "/var/tmp"}
-"""Where each disk mode's files are made: tmpfs, and the root file system."""
 """By rate: the file sent disk to disk (about 8.6 and 3.6 s), and on those circuits the
 memory-to-memory transfer it is compared with (the same size)."""
+DISK_BASES = {"disk-tmpfs": "/dev/shm", "disk-fs": "/var/tmp"}
+"""Where each disk mode's files are made: tmpfs, and the root file system."""
 FAULT_TRANSFERS = 200
 EMULATED_KILLS = 3
 
