@@ -316,19 +316,16 @@ def test_a_part_of_the_bench_runs_what_it_names_and_no_faults(
     monkeypatch.setattr(bench.emulator, "binary", lambda: builds["longhaul-wan"])
     monkeypatch.setattr(bench.tool, "binary", lambda: builds["hurricane"])
     circuits = (bench.Circuit(9.6, 650.0), bench.Circuit(9.6, 163.0))
-    report = bench.run(2, None, circuits, fault_transfers=0, tools=("iperf3-cubic-8",))
+    report = bench.run(2, None, circuits, fault_transfers=0, tools=("iperf3-cubic-8", "udt"))
     assert report["faults"] is None
-    # Each circuit warmed up once by Hurricane, smaller first, then the tool asked for.
-    assert (
-        ran
-        == [(163.0, "hurricane", "memory")]
-        + [(163.0, "iperf3-cubic-8", "memory")] * 2
-        + [(650.0, "hurricane", "memory")]
-        + [(650.0, "iperf3-cubic-8", "memory")] * 2
-    )
+    # Each circuit warmed up once by Hurricane, smaller first, then the tools asked for,
+    # taking turns.
+    turn = [(tool, "memory") for tool in ("iperf3-cubic-8", "udt")]
+    assert ran == [
+        (rtt, *run) for rtt in (163.0, 650.0) for run in [("hurricane", "memory"), *turn, *turn]
+    ]
     assert [(c["rtt_ms"], c["tool"], c["failed_runs"]) for c in report["cases"]] == [
-        (163.0, "iperf3-cubic-8", 2),
-        (650.0, "iperf3-cubic-8", 2),
+        (rtt, tool, 2) for rtt in (163.0, 650.0) for tool in ("iperf3-cubic-8", "udt")
     ]
     # Which builds ran, by digest (`LONGHAUL_WAN` and `HURRICANE` may name others).
     assert report["machine"]["builds"]["hurricane"] == {

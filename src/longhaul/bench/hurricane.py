@@ -8,9 +8,9 @@ hand-set parameter (its defaults: W_c 64, T_s 0, k 16, blocks filling the path M
 and the peers: iperf3 TCP (cubic with 1 and 8 streams, bbr with 1), GridFTP
 (globus-url-copy, 8 streams, buffers of the bandwidth-delay product) and UDT (UDT4, out
 of the box); on the two 163 ms circuits without loss, Hurricane also disk to disk, on
-tmpfs (/dev/shm) and on the root file system. Every run is repeated (3 by default):
-median, least and most; each circuit first carries one unmeasured Hurricane transfer
-(`WARM_UP`).
+tmpfs (/dev/shm) and on the root file system. Every run is repeated (3 by default), the
+runs on a circuit taking turns (each tool and mode once, then again): median, least and
+most; each circuit first carries one unmeasured Hurricane transfer (`WARM_UP`).
 
 Utilization is goodput over the reserved rate's payload ceiling: what the rate carries
 of the tool's own payload in 1,500-byte IP packets (Hurricane 1,427 of 1,500 bytes, TCP
@@ -247,14 +247,19 @@ def run(repetitions: int = REPETITIONS, progress: Progress | None = None,
                     progress(f"warm-up, {_label(circuit, WARM_UP)}", done, total)
                 _one(record, circuit, WARM_UP, files)
                 done += WARM_UP.estimate_s(circuit)
-                for one in runs_for(circuit, tools):
-                    outcomes = []
-                    for repetition in range(repetitions):
+                plan = runs_for(circuit, tools)
+                outcomes: list[list[dict[str, Any]]] = [[] for _ in plan]
+                # The runs take turns, so a slow minute of the machine falls on every
+                # tool and mode alike, not on one tool's repetitions.
+                for repetition in range(repetitions):
+                    for one, its_outcomes in zip(plan, outcomes, strict=True):
                         if progress:
                             progress(f"{_label(circuit, one)}, run {repetition + 1}", done, total)
-                        outcomes.append(_one(record, circuit, one, files))
+                        its_outcomes.append(_one(record, circuit, one, files))
                         done += one.estimate_s(circuit)
-                    results.append(_summarize(circuit, one, outcomes))
+                results += [
+                    _summarize(circuit, one, o) for one, o in zip(plan, outcomes, strict=True)
+                ]
                 if fault_transfers and not emulated:
                     if progress:
                         progress("faults on the emulated circuit", done, total)
