@@ -187,7 +187,12 @@ def wan(
 def hurricane(
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
     repetitions: Annotated[
-        int, typer.Option(help="Runs of each case (median, least and most are reported).", min=1)
+        int,
+        typer.Option(
+            help="Runs of each case, the cases on a circuit taking turns (median, least and "
+            "most are reported).",
+            min=1,
+        ),
     ] = hurricane_bench.REPETITIONS,
     fault_transfers: Annotated[
         int,
