@@ -219,7 +219,6 @@ pub fn encode_data(
 /// its payload, which stays where it lies (a mapped file's block) and goes out between
 /// the two: the tag is the one `encode_data` gives the same datagram whole. Only for a
 /// key that does not encrypt (an encrypted payload is made anew anyway).
-#[allow(clippy::too_many_arguments)]
 pub fn encode_data_around(
     tagger: &mut PartsTagger,
     key: &Key,

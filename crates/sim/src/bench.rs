@@ -50,7 +50,8 @@ pub struct BenchCase {
 }
 
 impl BenchCase {
-    /// The case over `runs` (at least one, all of the same simulation).
+    /// The case over `runs` (at least one, all of the same simulation); of an even
+    /// number of runs, the slower of the middle two is the median.
     pub fn over(runs: &[BenchRun]) -> Self {
         assert!(!runs.is_empty(), "a case needs a run");
         let mut walls: Vec<f64> = runs.iter().map(|r| r.wall_s).collect();
@@ -189,23 +190,22 @@ pub fn bench(
     repetitions: usize,
     mut progress: impl FnMut(&str, usize, &BenchRun),
 ) -> BenchReport {
-    let scenarios = [
-        scenario(1, duration_s),
-        scenario(20, duration_s),
-        lossy_scenario(duration_s),
-        mixed_scenario(duration_s),
-    ];
+    let (one, twenty) = (scenario(1, duration_s), scenario(20, duration_s));
+    let (lossy, mixed) = (lossy_scenario(duration_s), mixed_scenario(duration_s));
     let ib = ib_write_test(duration_s);
-    let names = ["one_flow", "twenty_flows", "lossy", "mixed", "ib_write"];
+    let cases: [(&str, &dyn Fn() -> BenchRun); 5] = [
+        ("one_flow", &|| bench_run(&one)),
+        ("twenty_flows", &|| bench_run(&twenty)),
+        ("lossy", &|| bench_run(&lossy)),
+        ("mixed", &|| bench_run(&mixed)),
+        ("ib_write", &|| ib_run(&ib)),
+    ];
     let mut runs: [Vec<BenchRun>; 5] = Default::default();
     for repetition in 1..=repetitions.max(1) {
-        for (case, name) in names.iter().enumerate() {
-            let one = match scenarios.get(case) {
-                Some(scenario) => bench_run(scenario),
-                None => ib_run(&ib),
-            };
+        for ((name, run_once), its_runs) in cases.iter().zip(&mut runs) {
+            let one = run_once();
             progress(name, repetition, &one);
-            runs[case].push(one);
+            its_runs.push(one);
         }
     }
     let [one_flow, twenty_flows, lossy, mixed, ib_write] = runs.map(|r| BenchCase::over(&r));
