@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::Transfer;
 use crate::control::FileOffer;
-use crate::driver::Pattern;
 use crate::files::{self, FileSink, FileSource};
+use crate::pattern::Pattern;
 use crate::receiver::Receiver;
 use crate::sender::{Pacing, Sender};
 use crate::virtual_time::{self, Bursts, CLEAN, Faults, Link};

@@ -13,8 +13,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
-use hurricane::driver::{self, Finished, PatternCheck, PatternSource, Progress, SendOptions};
+use hurricane::driver::{self, Finished, Progress, SendOptions};
 use hurricane::files::{self, FileSink, FileSource};
+use hurricane::pattern::{PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
 use hurricane::receiver::ReceiverStats;
 use hurricane::sender::{Pacing, SenderStats};

@@ -7,10 +7,9 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hurricane::driver::{
-    self, DriverError, Finished, Pattern, PatternCheck, PatternSource, SendOptions,
-};
+use hurricane::driver::{self, DriverError, Finished, SendOptions};
 use hurricane::files::{FileSink, FileSource};
+use hurricane::pattern::{Pattern, PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
 use hurricane::receiver::ReceiverStats;
 use hurricane::sender::Pacing;

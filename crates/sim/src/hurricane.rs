@@ -19,7 +19,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use hurricane::driver::{PatternCheck, PatternSource, SendOptions, sender_for};
+use hurricane::driver::{SendOptions, sender_for};
+use hurricane::pattern::{PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
 use hurricane::receiver::{Receiver, ReceiverStats};
 use hurricane::sender::{Pacing, Sender, SenderStats};
