@@ -47,7 +47,7 @@ impl Pattern {
     pub fn mismatches(offset: u64, bytes: &[u8]) -> u64 {
         let (head, words, tail) = split_at_words(offset, bytes.len());
         let (head_bytes, rest) = bytes.split_at(head.len());
-        let mut differ = head_bytes != &Self::word(offset / 8).to_le_bytes()[head];
+        let mut differ = part_differs(head_bytes, &Self::word(offset / 8).to_le_bytes()[head]);
         let mut word = Self::word(words);
         let mut diff = 0;
         let mut chunks = rest.chunks_exact(8);
@@ -55,7 +55,7 @@ impl Pattern {
             diff |= u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ word;
             word = word.wrapping_add(STEP);
         }
-        differ |= diff != 0 || chunks.remainder() != &word.to_le_bytes()[..tail];
+        differ |= diff != 0 || part_differs(chunks.remainder(), &word.to_le_bytes()[..tail]);
         if !differ {
             return 0;
         }
@@ -64,6 +64,13 @@ impl Pattern {
             .filter(|&(at, &b)| b != Self::byte(at));
         wrong.count() as u64
     }
+}
+
+/// Whether a part of a word (under 8 bytes) differs from what it should be: a loop of a
+/// few bytes, where `!=` on the slices would call `memcmp` (3 % of a 9.6 Gb/s receiver's
+/// time for the two parts of each block, in a profile).
+fn part_differs(got: &[u8], expected: &[u8]) -> bool {
+    got.iter().zip(expected).any(|(a, b)| a != b)
 }
 
 /// How `len` bytes from `offset` fall on the pattern's words: the bytes of the word
