@@ -50,3 +50,17 @@ def test_a_hurricane_transfer_is_simulated_to_its_last_byte(cli):
     assert report["finished"] and report["corrupted_bytes"] == 0
     assert report["bytes_received"] == 20_000_000
     assert report["blocks_resent"] >= report["lost_forward"] - 2 > 0
+
+
+def test_a_simulated_hurricane_transfer_takes_the_paths_mtu_and_k(cli):
+    def transfer(*options: str) -> dict:
+        result = cli("sim", "hurricane", "--rate-gbps", "1", "--rtt-ms", "26.8", "--loss", "1e-3",
+                     "--bytes", "20000000", "--json", *options)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    jumbo = transfer("--mtu", "9000")
+    assert jumbo["bytes_received"] == 20_000_000 and jumbo["corrupted_bytes"] == 0
+    assert 20_000_000 / 8927 <= jumbo["datagrams_sent"] < 20_000_000 / 1427
+    each_gap, rarely = transfer("--nack-group", "1"), transfer("--nack-group", "1024")
+    assert each_gap["nacks_sent"] > rarely["nacks_sent"] > 0

@@ -328,6 +328,8 @@ pub struct HurricaneTest {
     pub bytes: u64,
     /// Payload per datagram: 1,427 fills a 1,500-byte IP packet.
     pub block_bytes: u32,
+    /// k: new missing blocks that make a NACK.
+    pub nack_group: u32,
     /// The hosts' interfaces (the circuit's rate is the bottleneck below it).
     pub nic_rate_bps: u64,
     pub seed: u64,
@@ -344,6 +346,7 @@ impl HurricaneTest {
             queue_bytes: None,
             bytes,
             block_bytes: hurricane::driver::block_bytes_for_mtu(1500),
+            nack_group: hurricane::driver::DEFAULT_NACK_GROUP,
             nic_rate_bps: rate_bps.max(10_000_000_000),
             seed: 1,
             time_limit_s: 600.0,
@@ -418,7 +421,7 @@ pub fn build(test: &HurricaneTest) -> Sim {
             burst_datagrams: hurricane::driver::DEFAULT_BURST_DATAGRAMS,
             idle_ns: 0,
         },
-        nack_group: hurricane::driver::DEFAULT_NACK_GROUP,
+        nack_group: test.nack_group,
         tune: false,
         encrypt: false,
         govern: true,

@@ -37,6 +37,12 @@ struct HurricaneArgs {
     /// Bytes to move: 6 s of the rate if not given.
     #[arg(long)]
     bytes: Option<u64>,
+    /// The path's MTU: each block fills one IP packet of this size (at most 9,000).
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    /// k: new missing blocks that make a NACK.
+    #[arg(long, default_value_t = hurricane::driver::DEFAULT_NACK_GROUP)]
+    nack_group: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
@@ -47,10 +53,14 @@ impl HurricaneArgs {
             && self.rate_gbps > 0.0
             && self.rtt_ms.is_finite()
             && self.rtt_ms >= 0.0
-            && (0.0..1.0).contains(&self.loss);
+            && (0.0..1.0).contains(&self.loss)
+            && (576..=9000).contains(&self.mtu)
+            && self.nack_group > 0;
         if !valid {
             return Err(
-                "--rate-gbps must be positive, --rtt-ms 0 or more, --loss in [0, 1)".into(),
+                "--rate-gbps must be positive, --rtt-ms 0 or more, --loss in [0, 1), \
+                 --mtu 576-9000, --nack-group 1 or more"
+                    .into(),
             );
         }
         let rate_bps = (self.rate_gbps * 1e9) as u64;
@@ -59,6 +69,8 @@ impl HurricaneArgs {
         test.loss = self.loss;
         test.queue_bytes = self.queue_bytes;
         test.seed = self.seed;
+        test.block_bytes = hurricane::driver::block_bytes_for_mtu(self.mtu);
+        test.nack_group = self.nack_group;
         Ok(test)
     }
 }

@@ -205,6 +205,12 @@ def hurricane_command(
     nbytes: Annotated[
         int | None, typer.Option("--bytes", help="Bytes to move; 6 s of the rate if not given.")
     ] = None,
+    mtu: Annotated[
+        int, typer.Option(help="The path's MTU: a block fills one packet.", min=576, max=9000)
+    ] = 1500,
+    nack_group: Annotated[
+        int, typer.Option(help="k: new missing blocks that make a NACK.", min=1)
+    ] = 16,
     seed: Annotated[int, typer.Option(help="Seed of the losses and the transfer's key.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
 ) -> None:
@@ -212,7 +218,8 @@ def hurricane_command(
     receiver (with `hurricane send`'s defaults) over a circuit of the emulator's link model,
     no host's CPU in the way."""
     args = ["hurricane", "--rate-gbps", str(rate_gbps), "--rtt-ms", str(rtt_ms),
-            "--loss", str(loss), "--seed", str(seed)]  # fmt: skip
+            "--loss", str(loss), "--mtu", str(mtu), "--nack-group", str(nack_group),
+            "--seed", str(seed)]  # fmt: skip
     args += ["--queue-bytes", str(queue_bytes)] if queue_bytes is not None else []
     args += ["--bytes", str(nbytes)] if nbytes is not None else []
     with _bar() as bar:
