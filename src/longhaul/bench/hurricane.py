@@ -4,7 +4,7 @@ instead, on the same emulated circuits in the same run, and under injected fault
 The circuits: 1 Gb/s over 26.8 and 163 ms, 9.6 Gb/s over 163 and 650 ms, and 9.6 Gb/s
 over 163 ms with 1e-4 random loss (USN's ORNL-Chicago and ORNL-Sunnyvale loops and the
 34,400-mile loop around the earth). On each: Hurricane memory to memory with no
-hand-set parameter (its defaults: W_c 64, T_s 0, k 16, blocks filling the path MTU),
+hand-set parameter (its defaults: W_c 64, T_s 0, k 1, blocks filling the path MTU),
 and the peers: iperf3 TCP (cubic with 1 and 8 streams, bbr with 1), GridFTP
 (globus-url-copy, 8 streams, buffers of the bandwidth-delay product) and UDT (UDT4, out
 of the box); on the two 163 ms circuits without loss, Hurricane also disk to disk, on

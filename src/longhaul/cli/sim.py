@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from longhaul.cli.common import console, err_console, fail, print_json
+from longhaul.measure.tools import hurricane
 
 app = typer.Typer(
     help="longhaul-sim, the packet-level simulator: validate it, list its presets, "
@@ -210,7 +211,7 @@ def hurricane_command(
     ] = 1500,
     nack_group: Annotated[
         int, typer.Option(help="k: new missing blocks that make a NACK.", min=1)
-    ] = 16,
+    ] = hurricane.DEFAULT_NACK_GROUP,
     seed: Annotated[int, typer.Option(help="Seed of the losses and the transfer's key.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
 ) -> None:

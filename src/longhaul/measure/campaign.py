@@ -41,6 +41,7 @@ from typing import Any
 from longhaul.errors import InputError
 from longhaul.measure import tools
 from longhaul.measure.params import Param
+from longhaul.measure.tools import hurricane
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,14 @@ TESTS: dict[str, TestKind] = {
             (
                 Param("burst_datagrams", int, [64], grid=True, low=1, high=100_000),
                 Param("idle_us", float, [0.0], grid=True, low=0, high=1_000_000),
-                Param("nack_group", int, [16], grid=True, low=1, high=1_000_000),
+                Param(
+                    "nack_group",
+                    int,
+                    [hurricane.DEFAULT_NACK_GROUP],
+                    grid=True,
+                    low=1,
+                    high=1_000_000,
+                ),
                 Param("megabytes", float, 512.0, grid=False, low=1, high=1_000_000),
                 *_COMMON,
             ),

@@ -38,6 +38,11 @@ def binary() -> Path:
     return binaries.cargo_built("HURRICANE", "hurricane", HurricaneError)
 
 
+DEFAULT_NACK_GROUP = 1
+"""k, new missing blocks that make a NACK: `hurricane send --nack-group`'s default
+(`driver::DEFAULT_NACK_GROUP`, which says why it is 1)."""
+
+
 @dataclass(frozen=True)
 class HurricaneTest:
     client_ns: str
@@ -55,7 +60,7 @@ class HurricaneTest:
     rtt_ms: float = 0.0
     burst: int = 64
     idle_us: float = 0.0
-    nack_group: int = 16
+    nack_group: int = DEFAULT_NACK_GROUP
     tune: bool = False
     encrypt: bool = False
     timeout_s: float | None = None
