@@ -28,10 +28,10 @@ impl Pattern {
 
     /// The pattern's bytes from `offset` on, into `buf`.
     pub fn fill(offset: u64, buf: &mut [u8]) {
-        let (head, words, tail) = split_at_words(offset, buf.len());
+        let (head, first_whole, tail) = split_at_words(offset, buf.len());
         let (head_bytes, rest) = buf.split_at_mut(head.len());
         head_bytes.copy_from_slice(&Self::word(offset / 8).to_le_bytes()[head.clone()]);
-        let mut word = Self::word(words);
+        let mut word = Self::word(first_whole);
         let mut chunks = rest.chunks_exact_mut(8);
         for chunk in &mut chunks {
             chunk.copy_from_slice(&word.to_le_bytes());
@@ -45,10 +45,10 @@ impl Pattern {
     /// How many of `bytes` differ from the pattern at `offset` (0 when they are its
     /// bytes, as they always should be: the count itself is worked out only if not).
     pub fn mismatches(offset: u64, bytes: &[u8]) -> u64 {
-        let (head, words, tail) = split_at_words(offset, bytes.len());
+        let (head, first_whole, tail) = split_at_words(offset, bytes.len());
         let (head_bytes, rest) = bytes.split_at(head.len());
         let mut differ = part_differs(head_bytes, &Self::word(offset / 8).to_le_bytes()[head]);
-        let mut word = Self::word(words);
+        let mut word = Self::word(first_whole);
         let mut diff = 0;
         let mut chunks = rest.chunks_exact(8);
         for chunk in &mut chunks {
@@ -129,7 +129,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// The pattern as first defined, a multiplication per word: the progression must
-    /// give the same bytes (files and runs recorded before it hold them).
+    /// give the same bytes, since each end of a transfer makes them with its own build.
     fn by_multiplication(offset: u64, len: usize) -> Vec<u8> {
         (offset..offset + len as u64)
             .map(|at| ((at / 8 + 1).wrapping_mul(STEP)).to_le_bytes()[(at % 8) as usize])
