@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from longhaul.cli.common import console, err_console, fail, print_json
-from longhaul.measure.tools import hurricane
 
 app = typer.Typer(
     help="longhaul-sim, the packet-level simulator: validate it, list its presets, "
@@ -207,11 +206,21 @@ def hurricane_command(
         int | None, typer.Option("--bytes", help="Bytes to move; 6 s of the rate if not given.")
     ] = None,
     mtu: Annotated[
-        int, typer.Option(help="The path's MTU: a block fills one packet.", min=576, max=9000)
-    ] = 1500,
+        int | None,
+        typer.Option(
+            help="The path's MTU, a block filling one packet; 1,500 if not given.",
+            min=576,
+            max=9000,
+        ),
+    ] = None,
     nack_group: Annotated[
-        int, typer.Option(help="k: new missing blocks that make a NACK.", min=1)
-    ] = hurricane.DEFAULT_NACK_GROUP,
+        int | None,
+        typer.Option(
+            help="k, new missing blocks that make a NACK; the simulator's default "
+            "(hurricane send's) if not given.",
+            min=1,
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the losses and the transfer's key.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole report.")] = False,
 ) -> None:
@@ -219,10 +228,11 @@ def hurricane_command(
     receiver (with `hurricane send`'s defaults) over a circuit of the emulator's link model,
     no host's CPU in the way."""
     args = ["hurricane", "--rate-gbps", str(rate_gbps), "--rtt-ms", str(rtt_ms),
-            "--loss", str(loss), "--mtu", str(mtu), "--nack-group", str(nack_group),
-            "--seed", str(seed)]  # fmt: skip
-    args += ["--queue-bytes", str(queue_bytes)] if queue_bytes is not None else []
-    args += ["--bytes", str(nbytes)] if nbytes is not None else []
+            "--loss", str(loss), "--seed", str(seed)]  # fmt: skip
+    optional = {"--queue-bytes": queue_bytes, "--bytes": nbytes, "--mtu": mtu,
+                "--nack-group": nack_group}  # fmt: skip
+    args += [part for name, value in optional.items() if value is not None
+             for part in (name, str(value))]  # fmt: skip
     with _bar() as bar:
         bar.add_task("simulating the transfer", total=None)
         report = json.loads(_simulator(*args))
