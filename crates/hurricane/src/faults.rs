@@ -3,14 +3,17 @@
 //! seconds, the receiver or the sender killed mid-transfer and started again, a storm
 //! of forged datagrams, a disk too small for the file — and what became of each: the
 //! file under its name byte for byte, resumed from its verified chunks, or refused with
-//! a reason. Never a wrong file under its name, and never a part file under it.
+//! a reason. Never a wrong file under its name, and never a part file under it. The
+//! receivers take turns at the ways a file is written: through a mapping, with
+//! `O_DIRECT` from chunk buffers, and with `O_DIRECT` from only two buffers, so that
+//! chunks are spilled to the file before they are whole.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::Transfer;
 use crate::control::FileOffer;
-use crate::files::{self, FileSink, FileSource};
+use crate::files::{self, FileSink, FileSource, SinkOptions, WriteMode};
 use crate::pattern::Pattern;
 use crate::receiver::Receiver;
 use crate::sender::{Pacing, Sender};
@@ -112,6 +115,10 @@ pub struct Tally {
     pub refused: u64,
     /// Anything else (must stay empty): scenario and what happened.
     pub failures: Vec<String>,
+    /// Received with `O_DIRECT` (the rest through a mapping).
+    pub direct: u64,
+    /// Chunks written out before they were whole, for want of a buffer.
+    pub spilled_chunks: u64,
 }
 
 const BLOCK_BYTES: u32 = 1427;
@@ -138,12 +145,20 @@ fn random(seed: &mut u64) -> u64 {
 pub fn run(dir: &Path, transfers: u64, progress: &mut dyn FnMut(u64)) -> std::io::Result<Tally> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir)?;
+    let direct_taken = files::direct::takes_direct(dir);
     let mut tally = Tally::default();
     for i in 0..transfers {
         let scenario = SCENARIOS[(i % SCENARIOS.len() as u64) as usize];
         let case_dir = dir.join(format!("t{i}"));
         fs::create_dir_all(&case_dir)?;
-        match one(&case_dir, scenario, i) {
+        let mut turn = Turn {
+            options: sink_options(i, direct_taken),
+            spilled_chunks: 0,
+        };
+        tally.direct += u64::from(turn.options.write == WriteMode::Direct);
+        let outcome = one(&case_dir, scenario, i, &mut turn);
+        tally.spilled_chunks += turn.spilled_chunks;
+        match outcome {
             Ok(Outcome::Whole { resumed }) => {
                 tally.whole += 1;
                 tally.resumed += u64::from(resumed);
@@ -165,6 +180,28 @@ pub fn run(dir: &Path, transfers: u64, progress: &mut dyn FnMut(u64)) -> std::io
     }
     let _ = fs::remove_dir_all(dir);
     Ok(tally)
+}
+
+/// How a transfer's receiver writes its file, and what that came to.
+struct Turn {
+    options: SinkOptions,
+    /// Chunks written out before they were whole, over its sessions.
+    spilled_chunks: u64,
+}
+
+/// How transfer `i` is written: each scenario's runs take turns at a mapping, `O_DIRECT`,
+/// and `O_DIRECT` with two buffers (where the file system takes `O_DIRECT`).
+fn sink_options(i: u64, direct_taken: bool) -> SinkOptions {
+    let turn = i / SCENARIOS.len() as u64 % 3;
+    let write = if turn == 0 || !direct_taken {
+        WriteMode::Mapped
+    } else {
+        WriteMode::Direct
+    };
+    SinkOptions {
+        write,
+        buffer_memory_bytes: if turn == 2 { 0 } else { 64 << 20 },
+    }
 }
 
 enum Outcome {
@@ -208,9 +245,11 @@ fn session(
     seed: u64,
     stop_ns: Option<u64>,
     forged: &[(u64, Vec<u8>)],
+    turn: &mut Turn,
 ) -> Result<Session, String> {
     let dest = dir.join("in");
-    let (mut sink, held) = match FileSink::accept(&dest, offer, t.total_bytes, t.block_bytes) {
+    let accepted = FileSink::accept(&dest, offer, t.total_bytes, t.block_bytes, &turn.options);
+    let (mut sink, held) = match accepted {
         Ok(taken) => taken,
         Err(why) => {
             return Ok(Session {
@@ -246,6 +285,7 @@ fn session(
         0,
         stop_ns,
     );
+    turn.spilled_chunks += sink.spilled_chunks();
     if let Some(why) = failure {
         return Err(why);
     }
@@ -298,7 +338,7 @@ fn storm(t: &Transfer, seed: u64) -> Vec<(u64, Vec<u8>)> {
         .collect()
 }
 
-fn one(dir: &Path, scenario: Scenario, i: u64) -> Result<Outcome, String> {
+fn one(dir: &Path, scenario: Scenario, i: u64, turn: &mut Turn) -> Result<Outcome, String> {
     let mut seed = i.wrapping_mul(0x5851_F42D_4C95_7F2D) ^ 0xABCD;
     // 1-6 MB, not a whole number of blocks.
     let size = (1 << 20) + random(&mut seed) % (5 << 20);
@@ -319,7 +359,7 @@ fn one(dir: &Path, scenario: Scenario, i: u64) -> Result<Outcome, String> {
         let chunks = t.total_bytes.div_ceil(u64::from(offer.chunk_bytes));
         offer.chunk_digests = vec![[7; 32]; chunks as usize];
         offer.digest = files::digest_of_digests(&offer.chunk_digests);
-        let s = session(dir, &mut source, &offer, &t, CLEAN, seed, None, &[])?;
+        let s = session(dir, &mut source, &offer, &t, CLEAN, seed, None, &[], turn)?;
         let left = fs::read_dir(dir.join("in/sub")).map_or(0, Iterator::count);
         return match s.refused {
             Some(why) if why.contains("no room") && left == 0 => Ok(Outcome::Refused),
@@ -347,6 +387,7 @@ fn one(dir: &Path, scenario: Scenario, i: u64) -> Result<Outcome, String> {
         seed,
         stop_ns,
         &forged,
+        turn,
     )?;
     let mut resumed = false;
     if killed {
@@ -371,6 +412,7 @@ fn one(dir: &Path, scenario: Scenario, i: u64) -> Result<Outcome, String> {
             seed + 1,
             None,
             &[],
+            turn,
         )?;
         resumed = second.held_blocks > 0;
         if !second.finished {
@@ -403,11 +445,18 @@ mod tests {
     #[test]
     fn every_scenario_ends_whole_resumed_or_refused() {
         let dir = std::env::temp_dir().join(format!("hurricane-faults-{}", std::process::id()));
-        let tally = run(&dir, SCENARIOS.len() as u64, &mut |_| {}).unwrap();
+        // Each scenario three times: through a mapping, with O_DIRECT, and with O_DIRECT
+        // from two buffers.
+        let transfers = 3 * SCENARIOS.len() as u64;
+        let tally = run(&dir, transfers, &mut |_| {}).unwrap();
         assert_eq!(tally.failures, Vec::<String>::new());
         assert_eq!(tally.corrupted, 0);
-        assert_eq!(tally.refused, 1, "the disk too small");
-        assert_eq!(tally.resumed, 2, "both kills");
-        assert_eq!(tally.whole, SCENARIOS.len() as u64 - 1);
+        assert_eq!(tally.refused, 3, "the disk too small");
+        assert_eq!(tally.resumed, 6, "both kills");
+        assert_eq!(tally.whole, transfers - 3);
+        if files::direct::takes_direct(dir.parent().unwrap()) {
+            assert_eq!(tally.direct, 2 * SCENARIOS.len() as u64);
+            assert!(tally.spilled_chunks > 0, "two buffers spill");
+        }
     }
 }

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use hurricane::driver::{self, Finished, Progress, SendOptions};
-use hurricane::files::{self, FileSink, FileSource};
+use hurricane::files::{self, FileSink, FileSource, SinkOptions, WriteMode};
 use hurricane::pattern::{PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
 use hurricane::receiver::ReceiverStats;
@@ -68,6 +68,11 @@ struct RecvArgs {
     /// stopped.
     #[arg(long, default_value_t = 1)]
     transfers: u64,
+    /// How files reach the disk: auto writes each chunk from a buffer of its own with
+    /// `O_DIRECT` where the file system takes it, and through a mapping on tmpfs; mapped
+    /// or direct force one.
+    #[arg(long, value_enum, default_value_t = WriteMode::Auto)]
+    write: WriteMode,
     /// Give up on a transfer after this many seconds.
     #[arg(long, default_value_t = 600.0)]
     timeout_s: f64,
@@ -160,7 +165,7 @@ fn recv(args: &RecvArgs) -> Result<Value, String> {
     let mut transfers = Vec::new();
     while args.transfers == 0 || (transfers.len() as u64) < args.transfers {
         let report = match &args.dir {
-            Some(dir) => recv_file(&listener, dir, deadline)?,
+            Some(dir) => recv_file(&listener, dir, args.write, deadline)?,
             None => recv_memory(&listener, deadline)?,
         };
         if args.transfers == 0 {
@@ -188,11 +193,22 @@ fn recv_memory(listener: &TcpListener, deadline: Duration) -> Result<Value, Stri
     Ok(report)
 }
 
-fn recv_file(listener: &TcpListener, dir: &Path, deadline: Duration) -> Result<Value, String> {
+fn recv_file(
+    listener: &TcpListener,
+    dir: &Path,
+    write: WriteMode,
+    deadline: Duration,
+) -> Result<Value, String> {
+    let options = SinkOptions {
+        write,
+        ..SinkOptions::default()
+    };
     let (done, sink) = driver::receive(
         listener,
         |offer| match &offer.file {
-            Some(file) => FileSink::accept(dir, file, offer.total_bytes, offer.block_bytes),
+            Some(file) => {
+                FileSink::accept(dir, file, offer.total_bytes, offer.block_bytes, &options)
+            }
             None => Err("this receiver takes files (--dir); send one with --path".into()),
         },
         FileSink::finish,
@@ -203,6 +219,8 @@ fn recv_file(listener: &TcpListener, dir: &Path, deadline: Duration) -> Result<V
     report["path"] = sink.path().display().to_string().into();
     report["resumed_bytes"] = (sink.resumed_blocks * u64::from(done.block_bytes)).into();
     report["bad_chunks"] = sink.bad_chunks.into();
+    report["write_mode"] = sink.write_mode().into();
+    report["spilled_chunks"] = sink.spilled_chunks().into();
     // The receiving side's cost: the checking thread's beside the receiving thread's.
     let check_cpu_cores = sink.check_cpu_s() / done.seconds.max(1e-9);
     report["check_cpu_cores"] = check_cpu_cores.into();
@@ -349,6 +367,7 @@ fn faults(args: &FaultsArgs) -> Result<Value, String> {
     Ok(json!({
         "transfers": tally.transfers, "whole": tally.whole, "corrupted": tally.corrupted,
         "resumed": tally.resumed, "refused": tally.refused, "failures": tally.failures,
+        "direct": tally.direct, "spilled_chunks": tally.spilled_chunks,
         "scenarios": scenarios,
     }))
 }

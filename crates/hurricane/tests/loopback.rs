@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hurricane::driver::{self, DriverError, Finished, SendOptions};
-use hurricane::files::{FileSink, FileSource};
+use hurricane::files::{FileSink, FileSource, SinkOptions};
 use hurricane::pattern::{Pattern, PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
 use hurricane::receiver::ReceiverStats;
@@ -99,7 +99,8 @@ fn file_receiver(dir: &Path, deadline: Duration) -> (SocketAddr, Receiving<u64>)
             &listener,
             |offer| {
                 let file = offer.file.as_ref().ok_or("a file")?;
-                FileSink::accept(&dir, file, offer.total_bytes, offer.block_bytes)
+                let options = SinkOptions::default();
+                FileSink::accept(&dir, file, offer.total_bytes, offer.block_bytes, &options)
             },
             FileSink::finish,
             deadline,

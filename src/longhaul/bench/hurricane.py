@@ -404,7 +404,7 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
             return {"error": "the file did not land whole"}
     elif result.corrupted_bytes:
         return {"error": f"{result.corrupted_bytes} bytes arrived wrong"}
-    return {
+    row: dict[str, Any] = {
         "goodput_gbps": result.goodput_bps / 1e9,
         "utilization": result.goodput_bps / _ceiling_bps(circuit, "hurricane"),
         "cpu_cores": result.sender_cpu_cores + result.receiver_cpu_cores,
@@ -416,6 +416,11 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "late_ms": float(result.sent.get("late_ms", 0.0)),
         "timed_s": result.seconds,
     }
+    if mode != "memory":
+        # How the receiver wrote the file: through a mapping, or with O_DIRECT.
+        row["write_mode"] = result.received.get("write_mode")
+        row["spilled_chunks"] = int(result.received.get("spilled_chunks", 0))
+    return row
 
 
 def _iperf3(record: CircuitRecord, circuit: Circuit, name: str) -> dict[str, Any]:
