@@ -6,10 +6,12 @@
 //! part, `msync` each chunk once checked) costs a page fault per 4 KiB page on the
 //! receiving thread, each a block allocation in the file system's `page_mkwrite`, and
 //! writeback then moves the pages a second time. Measured on ext4 over a virtio disk,
-//! 4 GiB of random bytes in 8,927-byte blocks and 18 MB chunks: 176-191 MB/s through a
-//! mapping (0.83-0.84 core), 648-1,097 MB/s with each chunk written with `O_DIRECT` and
-//! made durable (`fdatasync`) at once (0.29-0.34 core, most of it the copy into the
-//! buffer; two runs each). On tmpfs the mapping stays: its pages are memory already.
+//! 4 GiB of random bytes in 8,927-byte blocks and 18 MB chunks, by a harness making the
+//! same copies and calls on one thread: 176-191 MB/s through a mapping (0.83-0.84 core),
+//! 648-1,097 MB/s with each chunk written with `O_DIRECT` and made durable (`fdatasync`)
+//! at once (0.29-0.34 core, most of it the copy into the buffer; two runs each). Over
+//! loopback at a 9.6 Gb/s ceiling, `hurricane` itself: 7.2-7.5 Gb/s against 1.2-1.3. On
+//! tmpfs the mapping stays: its pages are memory already.
 //!
 //! A chunk's bytes need not start or end on the alignment `O_DIRECT` asks for (chunks
 //! hold whole blocks, and blocks fill a packet): its buffer starts at the chunk's start
