@@ -61,124 +61,113 @@ const LEN: usize = 3 * CHUNK_BYTES as usize + 250 * BLOCK_BYTES as usize + 123;
 const TOTAL_BLOCKS: u64 = (LEN as u64).div_ceil(BLOCK_BYTES as u64);
 const CHUNK_BLOCKS: u64 = (CHUNK_BYTES / BLOCK_BYTES) as u64;
 
-fn block_of(source: &mut FileSource, b: u64) -> Vec<u8> {
-    let start = b * u64::from(BLOCK_BYTES);
-    let mut buf = vec![0; (u64::from(BLOCK_BYTES)).min(LEN as u64 - start) as usize];
-    source.read(b, &mut buf);
-    buf
+/// A file of `LEN` bytes on its way into a sink.
+struct Transfer {
+    scratch: Scratch,
+    original: Vec<u8>,
+    source: FileSource,
+    sink: FileSink,
+}
+
+impl Transfer {
+    fn start(what: &str, options: &SinkOptions) -> Self {
+        let scratch = Scratch::new(what);
+        let original = contents(LEN);
+        let source_path = scratch.0.join("source.bin");
+        std::fs::write(&source_path, &original).expect("the source file");
+        let (source, offer) =
+            FileSource::open_in_chunks(&source_path, "copy.bin", BLOCK_BYTES, CHUNK_BYTES)
+                .expect("the source opens");
+        let in_dir = scratch.0.join("in");
+        let (sink, held) = FileSink::accept(&in_dir, &offer, LEN as u64, BLOCK_BYTES, options)
+            .expect("the sink takes the file");
+        assert!(held.is_empty());
+        Self {
+            scratch,
+            original,
+            source,
+            sink,
+        }
+    }
+
+    fn block(&mut self, b: u64) -> Vec<u8> {
+        let start = b * u64::from(BLOCK_BYTES);
+        let mut buf = vec![0; (u64::from(BLOCK_BYTES)).min(LEN as u64 - start) as usize];
+        self.source.read(b, &mut buf);
+        buf
+    }
+
+    /// The blocks in `order`, one byte of `wrong_block` changed.
+    fn deliver(&mut self, order: impl IntoIterator<Item = u64>, wrong_block: u64) {
+        for b in order {
+            let mut payload = self.block(b);
+            if b == wrong_block {
+                payload[10] ^= 0x40;
+            }
+            self.sink.write(b, &payload);
+        }
+    }
+
+    /// Chunk 0 did not check: it alone is fetched again, then the file lands whole.
+    fn fetch_chunk_0_again_and_land(&mut self) {
+        let again = self.sink.finish().expect("the checks run");
+        assert_eq!(
+            again,
+            vec![0..CHUNK_BLOCKS],
+            "only the wrong chunk is fetched again"
+        );
+        assert_eq!(self.sink.bad_chunks, 1);
+        self.deliver(0..CHUNK_BLOCKS, u64::MAX);
+        assert_eq!(
+            self.sink.finish().expect("the checks run"),
+            Vec::<std::ops::Range<u64>>::new()
+        );
+        let landed =
+            std::fs::read(self.scratch.0.join("in").join("copy.bin")).expect("renamed into place");
+        assert!(landed == self.original, "the file landed whole and right");
+        assert!(
+            self.sink.check_cpu_s() > 0.0,
+            "the checking thread's time is counted"
+        );
+    }
 }
 
 fn arrivals(what: &str, options: &SinkOptions) {
-    let scratch = Scratch::new(what);
-    let len = LEN;
-    let original = contents(len);
-    let source_path = scratch.0.join("source.bin");
-    std::fs::write(&source_path, &original).expect("the source file");
-    let (mut source, offer) =
-        FileSource::open_in_chunks(&source_path, "copy.bin", BLOCK_BYTES, CHUNK_BYTES)
-            .expect("the source opens");
-    let (mut sink, held) = FileSink::accept(
-        &scratch.0.join("in"),
-        &offer,
-        len as u64,
-        BLOCK_BYTES,
-        options,
-    )
-    .expect("the sink takes the file");
-    assert!(held.is_empty());
+    let mut transfer = Transfer::start(what, options);
     let expected_mode = if options.write == WriteMode::Direct {
         "direct"
     } else {
         "mapped"
     };
-    assert_eq!(sink.write_mode(), expected_mode);
-
-    let (total_blocks, chunk_blocks, block) = (TOTAL_BLOCKS, CHUNK_BLOCKS, block_of);
+    assert_eq!(transfer.sink.write_mode(), expected_mode);
     // Chunk 0 in order, one of its blocks wrong; chunk 1 in order but for one block held
     // back to its end; chunk 2 backwards; chunk 3 in order.
-    let wrong_block = 7;
-    let held_back = chunk_blocks + 300;
-    let mut order: Vec<u64> = (0..2 * chunk_blocks).filter(|&b| b != held_back).collect();
+    let held_back = CHUNK_BLOCKS + 300;
+    let mut order: Vec<u64> = (0..2 * CHUNK_BLOCKS).filter(|&b| b != held_back).collect();
     order.push(held_back);
-    order.extend((2 * chunk_blocks..3 * chunk_blocks).rev());
-    order.extend(3 * chunk_blocks..total_blocks);
-    for b in order {
-        let mut payload = block(&mut source, b);
-        if b == wrong_block {
-            payload[10] ^= 0x40;
-        }
-        sink.write(b, &payload);
-    }
-    let again = sink.finish().expect("the checks run");
-    assert_eq!(
-        again,
-        vec![0..chunk_blocks],
-        "only the wrong chunk is fetched again"
-    );
-    assert_eq!(sink.bad_chunks, 1);
-
-    for b in 0..chunk_blocks {
-        sink.write(b, &block(&mut source, b));
-    }
-    assert_eq!(
-        sink.finish().expect("the checks run"),
-        Vec::<std::ops::Range<u64>>::new()
-    );
-    let landed = std::fs::read(scratch.0.join("in").join("copy.bin")).expect("renamed into place");
-    assert!(landed == original, "the file landed whole and right");
-    assert!(
-        sink.check_cpu_s() > 0.0,
-        "the checking thread's time is counted"
-    );
+    order.extend((2 * CHUNK_BLOCKS..3 * CHUNK_BLOCKS).rev());
+    order.extend(3 * CHUNK_BLOCKS..TOTAL_BLOCKS);
+    transfer.deliver(order, 7);
+    transfer.fetch_chunk_0_again_and_land();
 }
 
 #[test]
 fn with_too_few_buffers_a_chunk_is_spilled_to_the_file_checked_there_and_fetched_again() {
-    let scratch = Scratch::new("spilled");
-    let original = contents(LEN);
-    let source_path = scratch.0.join("source.bin");
-    std::fs::write(&source_path, &original).expect("the source file");
-    let (mut source, offer) =
-        FileSource::open_in_chunks(&source_path, "copy.bin", BLOCK_BYTES, CHUNK_BYTES)
-            .expect("the source opens");
     // No memory to speak of: two buffers.
     let two = SinkOptions {
         write: WriteMode::Direct,
         buffer_memory_bytes: 0,
     };
-    let (mut sink, _) =
-        FileSink::accept(&scratch.0.join("in"), &offer, LEN as u64, BLOCK_BYTES, &two)
-            .expect("the sink takes the file");
+    let mut transfer = Transfer::start("spilled", &two);
     let half = CHUNK_BLOCKS / 2;
     // Chunks 0 and 1 half in take both buffers; chunk 2's first block spills chunk 0,
     // whose other half then goes to the file block by block, one block of it wrong.
-    let wrong_block = half + 3;
     let mut order: Vec<u64> = (0..half).chain(CHUNK_BLOCKS..CHUNK_BLOCKS + half).collect();
     order.extend(2 * CHUNK_BLOCKS..3 * CHUNK_BLOCKS);
     order.extend(half..CHUNK_BLOCKS);
     order.extend(CHUNK_BLOCKS + half..2 * CHUNK_BLOCKS);
     order.extend(3 * CHUNK_BLOCKS..TOTAL_BLOCKS);
-    for &b in &order {
-        let mut payload = block_of(&mut source, b);
-        if b == wrong_block {
-            payload[0] ^= 1;
-        }
-        sink.write(b, &payload);
-    }
-    assert_eq!(sink.spilled_chunks(), 1);
-    let again = sink.finish().expect("the checks run");
-    assert_eq!(
-        again,
-        vec![0..CHUNK_BLOCKS],
-        "the spilled chunk did not check"
-    );
-    for b in 0..CHUNK_BLOCKS {
-        sink.write(b, &block_of(&mut source, b));
-    }
-    assert_eq!(
-        sink.finish().expect("the checks run"),
-        Vec::<std::ops::Range<u64>>::new()
-    );
-    let landed = std::fs::read(scratch.0.join("in").join("copy.bin")).expect("renamed into place");
-    assert!(landed == original, "the file landed whole and right");
+    transfer.deliver(order, half + 3);
+    assert_eq!(transfer.sink.spilled_chunks(), 1);
+    transfer.fetch_chunk_0_again_and_land();
 }
