@@ -137,10 +137,8 @@ fn check(
             whole: Whole::Buffered(buf),
             file,
         } => {
-            let range = file.layout.chunk(chunk);
-            let base = file.layout.base(chunk);
-            let bytes = &buf.bytes()[(range.start - base) as usize..(range.end - base) as usize];
-            let good = matches(chunk, bytes);
+            let in_buffer = file.layout.in_buffer(chunk, &file.layout.chunk(chunk));
+            let good = matches(chunk, &buf.bytes()[in_buffer]);
             let written = if good {
                 file.write_chunk(chunk, &buf).and_then(|()| file.sync())
             } else {

@@ -111,6 +111,12 @@ impl Layout {
         self.chunk(chunk).start / self.align * self.align
     }
 
+    /// Where the file's bytes `range` (within `chunk`) lie in the chunk's buffer.
+    pub fn in_buffer(&self, chunk: usize, range: &Range<u64>) -> Range<usize> {
+        let base = self.base(chunk);
+        (range.start - base) as usize..(range.end - base) as usize
+    }
+
     /// Room for any chunk with the slack before its start.
     pub fn buffer_bytes(&self) -> usize {
         (self.chunk_bytes + self.align).div_ceil(self.align) as usize * self.align as usize
@@ -168,9 +174,8 @@ impl DirectFile {
 
     /// Write a chunk from its buffer (not yet durable: see `sync`).
     pub fn write_chunk(&self, chunk: usize, buf: &AlignedBuf) -> io::Result<()> {
-        let base = self.layout.base(chunk);
         let [head, middle, tail] = self.layout.pieces(chunk);
-        let at = |r: &Range<u64>| &buf.bytes()[(r.start - base) as usize..(r.end - base) as usize];
+        let at = |r: &Range<u64>| &buf.bytes()[self.layout.in_buffer(chunk, r)];
         self.plain.write_all_at(at(&head), head.start)?;
         self.direct.write_all_at(at(&middle), middle.start)?;
         self.plain.write_all_at(at(&tail), tail.start)
@@ -299,11 +304,10 @@ impl ChunkBuffers {
             let buf = self.spare_buffer()?;
             self.slots[chunk] = Slot::Filling(buf);
         }
-        let base = self.file.layout.base(chunk);
         match &mut self.slots[chunk] {
             Slot::Filling(buf) => {
-                let at = (offset - base) as usize;
-                buf.bytes_mut()[at..at + bytes.len()].copy_from_slice(bytes);
+                let block = offset..offset + bytes.len() as u64;
+                buf.bytes_mut()[self.file.layout.in_buffer(chunk, &block)].copy_from_slice(bytes);
                 Ok(())
             }
             Slot::Spilled => self.file.write_block(offset, bytes),
