@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -220,9 +219,11 @@ def test_delay_changes_at_runtime_without_losing_what_is_in_flight(testbed):
     times = [
         float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line
     ]
-    # Medians: on a busy machine one early reply can be late by a scheduling delay.
-    assert abs(statistics.median(times[:20]) - circuit.rtt_ms) < 1.0
-    assert abs(statistics.median(times[-20:]) - 80.0) < 1.0
+    # The fastest of twenty replies, and none faster: a busy machine can stall the
+    # emulator for a few hundred milliseconds (seen in CI: fourteen replies released at
+    # once), which adds to a round trip but never takes from it.
+    for window, rtt_ms in ((times[:20], circuit.rtt_ms), (times[-20:], 80.0)):
+        assert abs(min(window) - rtt_ms) < 1.0, window
     assert testbed.circuit(circuit.number).delay_ns == 40_000_000
 
 
