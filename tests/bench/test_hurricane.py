@@ -64,19 +64,20 @@ def test_a_case_keeps_its_failed_runs_apart_from_its_figures() -> None:
     outcomes = [
         {"goodput_gbps": 8.0, "utilization": 0.9, "cpu_cores": 1.0, "sender_cpu_cores": 0.6,
          "receiver_cpu_cores": 0.4, "check_cpu_cores": 0.0, "resent_share": 0.0,
-         "late_ms": 0.0, "host_steal_s": 0.0, "line_late_ms": 2.0,
+         "late_ms": 0.0, "lowest_rate_scale": 1.0, "host_steal_s": 0.0, "line_late_ms": 2.0,
          "dropped_outside_link": 0},
         {"error": "hurricane send: the transfer did not finish in time"},
         {"goodput_gbps": 9.0, "utilization": 1.0, "cpu_cores": 1.2, "sender_cpu_cores": 0.7,
          "receiver_cpu_cores": 0.5, "check_cpu_cores": 0.2, "resent_share": 0.01,
-         "late_ms": 3.123456, "host_steal_s": 0.18, "line_late_ms": 16.1,
-         "dropped_outside_link": 12},
+         "late_ms": 3.123456, "lowest_rate_scale": 0.81, "host_steal_s": 0.18,
+         "line_late_ms": 16.1, "dropped_outside_link": 12},
     ]  # fmt: skip
     summary = bench._summarize(bench.Circuit(9.6, 163.0), bench.Run("hurricane"), outcomes)
     assert summary["goodput_gbps"] == {"median": 8.5, "min": 8.0, "max": 9.0}
     assert summary["late_ms"] == {"median": 1.5617, "min": 0.0, "max": 3.1235}
     assert summary["runs"][2]["late_ms"] == 3.1235
     assert summary["check_cpu_cores"] == {"median": 0.1, "min": 0.0, "max": 0.2}
+    assert summary["lowest_rate_scale"] == {"median": 0.905, "min": 0.81, "max": 1.0}
     assert summary["host_steal_s"] == {"median": 0.09, "min": 0.0, "max": 0.18}
     assert summary["line_late_ms"] == {"median": 9.05, "min": 2.0, "max": 16.1}
     assert summary["dropped_outside_link"] == {"median": 6, "min": 0, "max": 12}

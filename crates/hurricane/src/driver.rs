@@ -91,7 +91,8 @@ pub struct SendOptions {
     pub tune: bool,
     /// Encrypt payloads (AES-256-GCM); they are authenticated either way.
     pub encrypt: bool,
-    /// Lower the rate while the far end loses more than 5 % (`governor`).
+    /// Lower the rate while the far end loses more than 5 %, or while the queue in front
+    /// of it keeps growing (`governor`).
     pub govern: bool,
     pub deadline: Duration,
 }
@@ -117,6 +118,9 @@ pub struct Finished<S> {
     pub cpu_cores: f64,
     /// The sender: GSO batches its socket could not take at once (sent later).
     pub deferred_sends: u64,
+    /// The sender: the least share of the ceiling its governor held it to (1 without a
+    /// governor, or when it never acted).
+    pub lowest_rate_scale: f64,
     pub stats: S,
 }
 
@@ -285,6 +289,7 @@ pub fn send(
         block_bytes,
         cpu_cores: (thread_cpu_s() - cpu_at_start) / seconds,
         deferred_sends,
+        lowest_rate_scale: sender.governor.as_ref().map_or(1.0, Governor::lowest_scale),
         stats: sender.stats,
     })
 }
@@ -578,6 +583,7 @@ pub fn receive<S: BlockSink>(
         block_bytes: transfer.block_bytes,
         cpu_cores: (thread_cpu_s() - cpu_at_start) / seconds,
         deferred_sends: 0,
+        lowest_rate_scale: 1.0,
         stats: receiver.stats,
     };
     Ok((finished, sink))

@@ -111,8 +111,10 @@ struct SendArgs {
     /// Encrypt payloads (AES-256-GCM); they are authenticated either way.
     #[arg(long)]
     encrypt: bool,
-    /// Keep the full rate even while the far end loses more than 5 % of the datagrams
-    /// (by default the rate comes down by 10 % a step, and goes back up once calm).
+    /// Keep the full rate even while the far end loses more than 5 % of the datagrams or
+    /// the queue in front of it grows round trip after round trip (by default the rate
+    /// comes down, by 10 % for loss or to what the path lets out, and goes back up once
+    /// calm).
     #[arg(long)]
     no_governor: bool,
     /// Show a progress bar on standard error (the default on a terminal).
@@ -139,6 +141,7 @@ fn receiver_json(done: &Finished<ReceiverStats>) -> Value {
         "block_bytes": done.block_bytes, "cpu_cores": done.cpu_cores,
         "blocks": s.blocks, "duplicates": s.duplicates, "forged": s.forged,
         "stray": s.stray, "malformed": s.malformed, "nacks_sent": s.nacks_sent,
+        "reports_sent": s.reports_sent,
     })
 }
 
@@ -152,7 +155,7 @@ fn sender_json(done: &Finished<SenderStats>) -> Value {
         "datagrams_sent": s.datagrams_sent, "blocks_resent": s.blocks_resent,
         "nacks_received": s.nacks_received, "fins_sent": s.fins_sent,
         "refused": s.refused, "late_ms": s.late_ns as f64 / 1e6, "tail_resent": s.tail_resent,
-        "deferred_sends": done.deferred_sends,
+        "deferred_sends": done.deferred_sends, "lowest_rate_scale": done.lowest_rate_scale,
     })
 }
 

@@ -1,6 +1,9 @@
 //! The receiving side: store each new block once, report gaps in NACKs (as soon as k new
 //! blocks are missing; all open gaps again every two round trips and on FIN), and say
-//! DONE when every block is in.
+//! DONE when every block is in. While blocks come in, a NACK of no gaps at least every
+//! `report_interval_ns`: the round trip it echoes, queueing included, is how a sender
+//! learns that something on the way (the far host, the carrier) has fallen below the rate
+//! before that queue overflows and loses whole runs of datagrams.
 
 use crate::Transfer;
 use crate::range_set::RangeSet;
@@ -23,6 +26,16 @@ pub struct ReceiverStats {
     /// the receiver sends.
     pub malformed: u64,
     pub nacks_sent: u64,
+    /// NACKs of no gaps, sent only to echo the round trip (`report_interval_ns`).
+    pub reports_sent: u64,
+}
+
+/// How often a receiver taking blocks reports when it has no gap to report: an eighth
+/// of the round trip, between 5 and 20 ms. The sender's governor judges the queue a
+/// round trip at a time from the least of these echoes, so it needs several a round
+/// trip; at 20 ms they are 50 datagrams a second, against 840,000 of DATA at 9.6 Gb/s.
+pub fn report_interval_ns(rtt_ns: u64) -> u64 {
+    (rtt_ns / 8).clamp(5_000_000, 20_000_000)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +46,8 @@ enum Pending {
     AllGaps {
         from: u64,
     },
+    /// No gap to report: the round trip's echo only.
+    Report,
     Done,
 }
 
@@ -55,6 +70,9 @@ pub struct Receiver {
     packets: u64,
     /// The highest packet number had from the sender (echoed in NACKs).
     echo: u64,
+    /// When the last NACK of any kind went, and whether a block came in since.
+    last_nack_ns: u64,
+    data_since_nack: bool,
     pub stats: ReceiverStats,
 }
 
@@ -72,6 +90,8 @@ impl Receiver {
             pending: None,
             packets: 0,
             echo: 0,
+            last_nack_ns: 0,
+            data_since_nack: false,
             stats: ReceiverStats::default(),
         }
     }
@@ -152,6 +172,7 @@ impl Receiver {
         }
         sink.write(block, payload);
         self.stats.blocks += 1;
+        self.data_since_nack = true;
         if block >= self.highest {
             if block > self.highest {
                 self.unreported_since_ns.get_or_insert(now_ns);
@@ -174,6 +195,15 @@ impl Receiver {
             Pending::Done => Body::Done {
                 total_blocks: self.transfer.total_blocks(),
             },
+            Pending::Report => {
+                self.stats.reports_sent += 1;
+                self.nack_sent(now_ns);
+                Body::Nack {
+                    received_below: self.received_below(),
+                    echo: self.echo,
+                    missing: Vec::new(),
+                }
+            }
             Pending::NewGaps | Pending::AllGaps { .. } => {
                 let (missing, more) = self.gaps_to_report(pending);
                 if missing.is_empty() {
@@ -195,6 +225,7 @@ impl Receiver {
                     _ => Pending::NewGaps,
                 });
                 self.stats.nacks_sent += 1;
+                self.nack_sent(now_ns);
                 Body::Nack {
                     received_below: self.received_below(),
                     echo: self.echo,
@@ -210,6 +241,19 @@ impl Receiver {
         wire::encode(&self.transfer.key, &datagram, out);
         self.packets += 1;
         Some(out.len() - start)
+    }
+
+    /// Any NACK echoes the round trip: the next report is due an interval after it.
+    fn nack_sent(&mut self, now_ns: u64) {
+        self.last_nack_ns = now_ns;
+        self.data_since_nack = false;
+    }
+
+    /// When a NACK of no gaps is due: an interval after the last NACK, once a block
+    /// came in since (a receiver hearing nothing has no round trip to echo).
+    fn report_at_ns(&self) -> Option<u64> {
+        (self.data_since_nack && !self.is_complete())
+            .then(|| self.last_nack_ns + report_interval_ns(self.transfer.rtt_ns))
     }
 
     /// The ranges one NACK reports for `pending`, and whether more are left.
@@ -254,6 +298,8 @@ impl Receiver {
             self.pending = Some(Pending::AllGaps { from: 0 });
         } else if self.unreported_at_ns().is_some_and(|at| now_ns >= at) {
             self.pending = Some(Pending::NewGaps);
+        } else if self.report_at_ns().is_some_and(|at| now_ns >= at) {
+            self.pending = Some(Pending::Report);
         }
     }
 
@@ -276,7 +322,7 @@ impl Receiver {
         }
         let open = self.received.gaps_below(self.highest).next().is_some();
         let repeat = open.then(|| self.repeat_at_ns());
-        [repeat, self.unreported_at_ns()]
+        [repeat, self.unreported_at_ns(), self.report_at_ns()]
             .into_iter()
             .flatten()
             .min()
@@ -341,6 +387,60 @@ mod tests {
             out.clear();
         }
         all
+    }
+
+    #[test]
+    fn while_blocks_come_in_a_nack_of_no_gaps_echoes_the_round_trip_every_interval() {
+        let t = Transfer {
+            rtt_ns: 80_000_000,
+            ..transfer()
+        };
+        let interval_ns = report_interval_ns(t.rtt_ns);
+        assert_eq!(interval_ns, 10_000_000);
+        let mut receiver = Receiver::new(t.clone(), 1);
+        let mut reports = Vec::new();
+        // A block a millisecond for 50 ms, in order: never a gap.
+        for ms in 0..50 {
+            let now_ns = ms * 1_000_000;
+            let payload = [0u8; 4];
+            let mut bytes = Vec::new();
+            let data = Datagram {
+                transfer_id: t.id,
+                packet: ms,
+                body: Body::Data {
+                    block: ms,
+                    payload: &payload,
+                },
+            };
+            wire::encode(&t.key, &data, &mut bytes);
+            receiver.handle_datagram(now_ns, &mut bytes, &mut Discard);
+            receiver.handle_timeout(now_ns);
+            let mut out = Vec::new();
+            while receiver.poll_transmit(now_ns, &mut out).is_some() {
+                let Body::Nack { missing, echo, .. } = wire::decode(&t.key, &mut out).unwrap().body
+                else {
+                    panic!("a NACK");
+                };
+                assert!(missing.is_empty());
+                reports.push((now_ns / 1_000_000, echo));
+                out.clear();
+            }
+        }
+        assert_eq!(reports, vec![(10, 10), (20, 20), (30, 30), (40, 40)]);
+        assert_eq!(receiver.poll_timeout(), Some(50_000_000));
+        assert_eq!(
+            (receiver.stats.reports_sent, receiver.stats.nacks_sent),
+            (4, 0)
+        );
+        // The blocks since 40 ms get their report; after it, no block came in: nothing
+        // to echo, nothing sent.
+        receiver.handle_timeout(50_000_000);
+        let mut out = Vec::new();
+        assert!(receiver.poll_transmit(50_000_000, &mut out).is_some());
+        out.clear();
+        receiver.handle_timeout(100_000_000);
+        assert_eq!(receiver.poll_transmit(100_000_000, &mut out), None);
+        assert_eq!(receiver.poll_timeout(), None);
     }
 
     #[test]

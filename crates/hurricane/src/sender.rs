@@ -466,6 +466,9 @@ impl Sender {
         if let Some((_, sent_ns)) = newest {
             let sample = now_ns.saturating_sub(sent_ns);
             self.rtt_now_ns = sample.max((7 * self.rtt_now_ns + sample) / 8);
+            if let Some(governor) = self.governor.as_mut() {
+                governor.on_rtt(now_ns, sample);
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 //! the rate ceiling.
 
 use hurricane::Transfer;
+use hurricane::governor::Governor;
 use hurricane::receiver::{BlockSink, Receiver};
 use hurricane::sender::{BlockSource, Pacing, Sender};
 use hurricane::tuner::Tuner;
@@ -427,4 +428,47 @@ fn blocks_left_in_place_go_out_as_the_same_datagrams() {
     let outgoing = sealed.poll_transmit_in_place(0, &mut held, &mut b).unwrap();
     assert_eq!(outgoing.in_place, None);
     assert_eq!(outgoing.len, b.len());
+}
+
+#[test]
+fn a_governed_sender_comes_down_to_a_host_slower_than_the_channel_before_it_overflows() {
+    // The channel takes 1 Gb/s, the receiving host 700 Mb/s, with a buffer of 50 ms of
+    // the channel: a sender at the full rate fills it in a sixth of a second.
+    let host = Some(SlowHost {
+        drain_bps: 700_000_000,
+        buffer_bytes: 6_250_000,
+    });
+    let t = transfer(32 << 20, 1_000_000_000, 20_000_000);
+    let ungoverned = run_with(Sender::new(t.clone(), FAST), &t, 1, CLEAN, host, &[]);
+    assert_intact(&ungoverned, &t);
+    let mut sender = Sender::new(t.clone(), FAST);
+    sender.governor = Some(Governor::new(t.rtt_ns));
+    let governed = run_with(sender, &t, 1, CLEAN, host, &[]);
+    assert_intact(&governed, &t);
+    let governor = governed.sender.governor.as_ref().unwrap();
+    let (resent, ungoverned_resent) = (
+        governed.sender.stats.blocks_resent,
+        ungoverned.sender.stats.blocks_resent,
+    );
+    println!(
+        "resent {resent} against {ungoverned_resent} ungoverned; finished at {} against {} \
+         ms; rates {:?}",
+        governed.finished_ns / 1_000_000,
+        ungoverned.finished_ns / 1_000_000,
+        governor.history
+    );
+    // It came down before the buffer overflowed: nothing lost, and the rate it found
+    // is what the host takes (0.7 of the ceiling in payload and headers alike).
+    assert_eq!(resent, 0);
+    assert!(ungoverned_resent > 100, "{ungoverned_resent}");
+    let lowest = governor.lowest_scale();
+    assert!((0.6..0.75).contains(&lowest), "{lowest}");
+    assert!(governed.receiver.stats.reports_sent > 0);
+    // And it took no longer than the host's rate allows, give or take a few round trips.
+    let at_host_rate_ms = t.total_bytes as f64 * 8.0 / 0.7e9 * 1e3;
+    let took_ms = governed.finished_ns as f64 / 1e6;
+    assert!(
+        took_ms < 1.1 * at_host_rate_ms,
+        "{took_ms} vs {at_host_rate_ms}"
+    );
 }

@@ -414,6 +414,8 @@ def _hurricane(record: CircuitRecord, circuit: Circuit, mode: str,
         "resent_share": result.blocks_resent / max(result.datagrams_sent, 1),
         "blocks_resent": result.blocks_resent,
         "late_ms": float(result.sent.get("late_ms", 0.0)),
+        # The least share of the ceiling the sender's governor came down to.
+        "lowest_rate_scale": float(result.sent.get("lowest_rate_scale", 1.0)),
         "timed_s": result.seconds,
     }
     if mode != "memory":
@@ -505,7 +507,7 @@ def _summarize(circuit: Circuit, one: Run, outcomes: list[dict[str, Any]]) -> di
     }  # fmt: skip
     if one.tool == "hurricane":
         for key in ("sender_cpu_cores", "receiver_cpu_cores", "check_cpu_cores",
-                    "resent_share", "late_ms"):  # fmt: skip
+                    "resent_share", "late_ms", "lowest_rate_scale"):  # fmt: skip
             summary[key] = _spread([o[key] for o in good])
     return summary
 
