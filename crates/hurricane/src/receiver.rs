@@ -33,7 +33,7 @@ pub struct ReceiverStats {
 /// How often a receiver taking blocks reports when it has no gap to report: an eighth
 /// of the round trip, between 5 and 20 ms. The sender's governor judges the queue a
 /// round trip at a time from the least of these echoes, so it needs several a round
-/// trip; at 20 ms they are 50 datagrams a second, against 840,000 of DATA at 9.6 Gb/s.
+/// trip; at 20 ms they are 50 datagrams a second, against 800,000 of DATA at 9.6 Gb/s.
 pub fn report_interval_ns(rtt_ns: u64) -> u64 {
     (rtt_ns / 8).clamp(5_000_000, 20_000_000)
 }
