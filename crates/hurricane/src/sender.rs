@@ -74,8 +74,11 @@ pub struct SenderStats {
 /// bounds the burst a reservation's policer sees (12 MB at 9.6 Gb/s). Over any span the
 /// sender sends at most the ceiling's bytes for that span plus this lead.
 pub fn lead_ns(rtt_ns: u64, batch_ns: u64) -> u64 {
-    (rtt_ns / 4).clamp(1_000_000, 10_000_000).max(3 * batch_ns)
+    (rtt_ns / 4).clamp(1_000_000, LEAD_MAX_NS).max(3 * batch_ns)
 }
+
+/// The longest lead (`lead_ns`) but for three send batches that take longer.
+pub const LEAD_MAX_NS: u64 = 10_000_000;
 
 pub struct Sender {
     transfer: Transfer,
