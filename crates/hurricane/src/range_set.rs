@@ -96,7 +96,10 @@ impl RangeSet {
 
     /// Remove `range`.
     pub fn remove(&mut self, range: Range<u64>) {
-        if range.is_empty() {
+        // Nothing to remove, the common case of a receiver clearing what it no longer
+        // misses: one lookup and no allocation.
+        let last_before_end = self.ranges.range(..range.end).next_back();
+        if range.is_empty() || last_before_end.is_none_or(|(_, &end)| end <= range.start) {
             return;
         }
         let overlapping: Vec<(u64, u64)> = self
@@ -139,47 +142,40 @@ impl RangeSet {
         self.ranges.iter().map(|(&s, &e)| s..e)
     }
 
-    /// The parts of `range` the set does not hold, in order.
-    pub fn gaps_within(&self, range: Range<u64>) -> Vec<Range<u64>> {
-        let mut gaps = Vec::new();
-        let mut cursor = range.start;
-        // A held range that starts before `range` may reach into it.
-        if let Some((_, &end)) = self.ranges.range(..=range.start).next_back() {
-            cursor = cursor.max(end.min(range.end));
+    /// The parts of `range` the set does not hold, in order: found from the held range
+    /// at or before its start, so a span late in a set of many gaps costs a lookup, not
+    /// a walk over every gap before it.
+    pub fn gaps_within(&self, range: Range<u64>) -> impl Iterator<Item = Range<u64>> + '_ {
+        let end = range.end;
+        let start = range.start.min(end);
+        let mut cursor = start;
+        // A held range that starts at or before `range` may reach into it.
+        if let Some((_, &held_end)) = self.ranges.range(..=start).next_back() {
+            cursor = cursor.max(held_end.min(end));
         }
-        for (&start, &end) in self.ranges.range(range.start..range.end) {
-            if start > cursor {
-                gaps.push(cursor..start);
-            }
-            cursor = cursor.max(end.min(range.end));
-        }
-        if cursor < range.end {
-            gaps.push(cursor..range.end);
-        }
-        gaps
-    }
-
-    /// The gaps of the set inside `0..end`: what is missing below `end`.
-    pub fn gaps_below(&self, end: u64) -> impl Iterator<Item = Range<u64>> + '_ {
-        let mut cursor = 0;
-        let mut ranges = self.ranges.iter();
+        let mut held = self.ranges.range(start..end);
         std::iter::from_fn(move || {
             loop {
                 if cursor >= end {
                     return None;
                 }
-                let Some((&s, &e)) = ranges.next() else {
+                let Some((&s, &e)) = held.next() else {
                     let gap = cursor..end;
                     cursor = end;
                     return Some(gap);
                 };
-                let gap = cursor..s.min(end);
-                cursor = cursor.max(e);
+                let gap = cursor..s;
+                cursor = cursor.max(e.min(end));
                 if !gap.is_empty() {
                     return Some(gap);
                 }
             }
         })
+    }
+
+    /// The gaps of the set inside `0..end`: what is missing below `end`.
+    pub fn gaps_below(&self, end: u64) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.gaps_within(0..end)
     }
 }
 
@@ -239,7 +235,7 @@ mod tests {
                 let missing: BTreeSet<u64> = (0..220).filter(|v| !model.contains(v)).collect();
                 prop_assert_eq!(gaps, missing);
                 for (start, len) in [(0u64, 220u64), (5, 17), (30, 1), (100, 60)] {
-                    let gaps: BTreeSet<u64> = set.gaps_within(start..start + len).into_iter().flatten().collect();
+                    let gaps: BTreeSet<u64> = set.gaps_within(start..start + len).flatten().collect();
                     let expected: BTreeSet<u64> = (start..start + len).filter(|v| !model.contains(v)).collect();
                     prop_assert_eq!(gaps, expected);
                 }

@@ -58,7 +58,11 @@ pub struct Receiver {
     received: RangeSet,
     /// One past the highest block seen (or every block, after FIN).
     highest: u64,
-    reported: RangeSet,
+    /// Blocks below `highest` missing and in no NACK yet: what a NACK of new gaps
+    /// reports, kept as they open, arrive and are reported, rather than found by taking
+    /// everything reported from every open gap (that cost grew with the gaps times the
+    /// losses: a transfer losing thousands of blocks took minutes in virtual time).
+    unreported: RangeSet,
     new_missing: u64,
     /// When the oldest gap not yet reported opened: fewer than k gaps are reported too,
     /// a quarter of a round trip later (the last losses of a transfer would otherwise
@@ -83,7 +87,7 @@ impl Receiver {
             nack_group: u64::from(nack_group.max(1)),
             received: RangeSet::new(),
             highest: 0,
-            reported: RangeSet::new(),
+            unreported: RangeSet::new(),
             new_missing: 0,
             unreported_since_ns: None,
             last_full_nack_ns: 0,
@@ -110,7 +114,8 @@ impl Receiver {
     /// Blocks found bad after they were stored (an integrity check failed): wanted again.
     pub fn forget(&mut self, blocks: std::ops::Range<u64>) {
         self.received.remove(blocks.clone());
-        self.reported.remove(blocks);
+        self.unreported
+            .insert(blocks.start..blocks.end.min(self.highest));
         if self.pending == Some(Pending::Done) || self.pending.is_none() {
             self.pending = Some(Pending::AllGaps { from: 0 });
         }
@@ -149,6 +154,7 @@ impl Receiver {
         match datagram.body {
             Body::Data { block, payload } => self.data(now_ns, block, payload, sink),
             Body::Fin { total_blocks } if total_blocks == self.transfer.total_blocks() => {
+                self.unreported.insert(self.highest..total_blocks);
                 self.highest = total_blocks;
                 self.pending = Some(if self.is_complete() {
                     Pending::Done
@@ -173,9 +179,11 @@ impl Receiver {
         sink.write(block, payload);
         self.stats.blocks += 1;
         self.data_since_nack = true;
+        self.unreported.remove(block..block + 1);
         if block >= self.highest {
             if block > self.highest {
                 self.unreported_since_ns.get_or_insert(now_ns);
+                self.unreported.insert(self.highest..block);
             }
             self.new_missing += block - self.highest;
             self.highest = block + 1;
@@ -210,7 +218,7 @@ impl Receiver {
                     return None;
                 }
                 for range in &missing {
-                    self.reported.insert(range.clone());
+                    self.unreported.remove(range.clone());
                 }
                 self.new_missing = 0;
                 self.unreported_since_ns = None;
@@ -258,25 +266,17 @@ impl Receiver {
 
     /// The ranges one NACK reports for `pending`, and whether more are left.
     fn gaps_to_report(&self, pending: Pending) -> (Vec<std::ops::Range<u64>>, bool) {
-        let mut missing = Vec::new();
-        for gap in self.received.gaps_below(self.highest) {
-            let mut fresh = RangeSet::new();
-            if let Pending::AllGaps { from } = pending {
-                fresh.insert(gap.start.max(from)..gap.end.max(from));
-            } else {
-                fresh.insert(gap);
-                for seen in self.reported.iter() {
-                    fresh.remove(seen);
-                }
-            }
-            for range in fresh.iter() {
-                if missing.len() == MAX_NACK_RANGES {
-                    return (missing, true);
-                }
-                missing.push(range);
-            }
-        }
-        (missing, false)
+        let mut missing: Vec<_> = match pending {
+            Pending::AllGaps { from } => self
+                .received
+                .gaps_within(from..self.highest)
+                .take(MAX_NACK_RANGES + 1)
+                .collect(),
+            _ => self.unreported.iter().take(MAX_NACK_RANGES + 1).collect(),
+        };
+        let more = missing.len() > MAX_NACK_RANGES;
+        missing.truncate(MAX_NACK_RANGES);
+        (missing, more)
     }
 
     /// Every block below this has arrived.
@@ -481,5 +481,32 @@ mod tests {
             nacked(&mut receiver, &t),
             vec![9..10, 11..12, 13..14, 15..16]
         );
+    }
+
+    #[test]
+    fn a_gap_filled_before_its_nack_is_not_reported_and_a_forgotten_block_is_reported_anew() {
+        let t = transfer();
+        let mut receiver = Receiver::new(t.clone(), 3);
+        for block in [0, 5] {
+            deliver(&mut receiver, &t, block);
+        }
+        // Blocks 1-4 are missing; 2 comes in (reordered) before any NACK.
+        deliver(&mut receiver, &t, 2);
+        assert_eq!(nacked(&mut receiver, &t), vec![1..2, 3..5]);
+        deliver(&mut receiver, &t, 9);
+        assert_eq!(
+            nacked(&mut receiver, &t),
+            vec![6..9],
+            "1, 3 and 4: reported before"
+        );
+        for block in [1, 3, 4, 6, 7, 8] {
+            deliver(&mut receiver, &t, block);
+        }
+        // Blocks 2 and 3 failed their check after they were stored; 12 and above have
+        // not come yet, so forgetting them reports nothing of them.
+        receiver.forget(2..4);
+        receiver.forget(12..20);
+        assert_eq!(nacked(&mut receiver, &t), vec![2..4]);
+        assert!(!receiver.received().contains(2));
     }
 }
