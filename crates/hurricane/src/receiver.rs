@@ -154,7 +154,7 @@ impl Receiver {
         match datagram.body {
             Body::Data { block, payload } => self.data(now_ns, block, payload, sink),
             Body::Fin { total_blocks } if total_blocks == self.transfer.total_blocks() => {
-                self.unreported.insert(self.highest..total_blocks);
+                self.open_gaps_below(total_blocks);
                 self.highest = total_blocks;
                 self.pending = Some(if self.is_complete() {
                     Pending::Done
@@ -183,7 +183,7 @@ impl Receiver {
         if block >= self.highest {
             if block > self.highest {
                 self.unreported_since_ns.get_or_insert(now_ns);
-                self.unreported.insert(self.highest..block);
+                self.open_gaps_below(block);
             }
             self.new_missing += block - self.highest;
             self.highest = block + 1;
@@ -192,6 +192,14 @@ impl Receiver {
             self.pending = Some(Pending::Done);
         } else if self.new_missing >= self.nack_group && self.pending.is_none() {
             self.pending = Some(Pending::NewGaps);
+        }
+    }
+
+    /// What is missing from `highest` up to `end` is a gap not yet reported. A resumed
+    /// transfer holds blocks above its first gap, so not all of it may be.
+    fn open_gaps_below(&mut self, end: u64) {
+        for gap in self.received.gaps_within(self.highest..end) {
+            self.unreported.insert(gap);
         }
     }
 
@@ -508,5 +516,22 @@ mod tests {
         receiver.forget(12..20);
         assert_eq!(nacked(&mut receiver, &t), vec![2..4]);
         assert!(!receiver.received().contains(2));
+    }
+
+    #[test]
+    fn a_resumed_receiver_reports_only_the_blocks_it_does_not_hold() {
+        let t = transfer();
+        let mut held = RangeSet::new();
+        held.insert(0..10);
+        held.insert(15..20);
+        let mut receiver = Receiver::resume(t.clone(), 1, held);
+        deliver(&mut receiver, &t, 25);
+        assert_eq!(nacked(&mut receiver, &t), vec![10..15, 20..25]);
+        receiver.handle_datagram(
+            0,
+            &mut datagram(&t, Body::Fin { total_blocks: 300 }),
+            &mut Discard,
+        );
+        assert_eq!(nacked(&mut receiver, &t), vec![10..15, 20..25, 26..300]);
     }
 }
