@@ -59,9 +59,8 @@ pub struct Receiver {
     /// One past the highest block seen (or every block, after FIN).
     highest: u64,
     /// Blocks below `highest` missing and in no NACK yet: what a NACK of new gaps
-    /// reports, kept as they open, arrive and are reported, rather than found by taking
-    /// everything reported from every open gap (that cost grew with the gaps times the
-    /// losses: a transfer losing thousands of blocks took minutes in virtual time).
+    /// reports. Kept as gaps open, blocks arrive and NACKs go, so a NACK costs a lookup
+    /// per range it carries however many blocks the transfer has lost.
     unreported: RangeSet,
     new_missing: u64,
     /// When the oldest gap not yet reported opened: fewer than k gaps are reported too,
