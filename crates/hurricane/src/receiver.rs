@@ -178,7 +178,6 @@ impl Receiver {
         sink.write(block, payload);
         self.stats.blocks += 1;
         self.data_since_nack = true;
-        self.unreported.remove(block..block + 1);
         if block >= self.highest {
             if block > self.highest {
                 self.unreported_since_ns.get_or_insert(now_ns);
@@ -186,6 +185,10 @@ impl Receiver {
             }
             self.new_missing += block - self.highest;
             self.highest = block + 1;
+        } else {
+            // Only a block below `highest` can fill an unreported gap: the blocks in
+            // order, nearly all of them, need no lookup.
+            self.unreported.remove(block..block + 1);
         }
         if self.is_complete() {
             self.pending = Some(Pending::Done);
