@@ -521,11 +521,20 @@ impl<F: Clone> Direction<F> {
 
     /// The next frame, if it may be released at `now_ns`.
     pub fn release(&mut self, now_ns: u64) -> Option<F> {
-        let front = self.line.front()?;
+        self.release_or_next(now_ns).ok()
+    }
+
+    /// The next frame if it may be released at `now_ns`; if not, when it may be (None:
+    /// nothing in flight). One look at the front where `release` then `next_release_ns`
+    /// take three, for a simulator that releases each frame at its instant.
+    pub fn release_or_next(&mut self, now_ns: u64) -> Result<F, Option<u64>> {
+        let Some(front) = self.line.front() else {
+            return Err(None);
+        };
         let allowed = self.allowed_ps(front);
         let now = link_ps(now_ns);
         if now < allowed {
-            return None;
+            return Err(Some(real_ns(allowed)));
         }
         let late_ps = now - allowed;
         let wire = front.slot.wire_bytes;
@@ -545,7 +554,7 @@ impl<F: Clone> Direction<F> {
             self.peak_late_ns = self.peak_late_ns.max(late_ns);
             window.record(now_ns, wire);
         }
-        Some(sent.frame)
+        Ok(sent.frame)
     }
 
     /// The frame last released reached the far end only at `at_ns` (the machine held up

@@ -38,6 +38,10 @@ const NIC_TOKEN: u64 = u64::MAX;
 /// One end of a flow, indexed by its flow id: each [`Transport`] the simulator has, in
 /// an enum rather than a `Box<dyn Transport>` so the per-packet calls are static (a
 /// trait object cost 5-11 % of the simulator's speed). A new transport adds a variant.
+// Aligned, like `Host` and `Link`, to two cache lines (what x86's adjacent-line
+// prefetcher moves together): on two threads a sender's and a receiver's state, written
+// at every packet, must not share a line, or the two cores trade it back and forth.
+#[repr(align(128))]
 pub enum Endpoint {
     TcpSender(TcpSender),
     TcpReceiver(TcpReceiver),
@@ -136,6 +140,8 @@ struct LinkCredit {
     waiting: bool,
 }
 
+/// Aligned to two cache lines: see `Endpoint`.
+#[repr(align(128))]
 pub struct Host {
     egress: NodeId,
     credit: Option<LinkCredit>,
@@ -322,16 +328,25 @@ impl Host {
     }
 
     /// Serve every flow one packet at a time in turn until the interface fills or nobody
-    /// has anything to send.
+    /// has anything to send, then arm each flow's timer once. A send never brings a
+    /// flow's deadline before one already pending, so arming after every packet (a refill
+    /// is about 21 of them) scheduled nothing more, for 3 % of the simulator's
+    /// instructions.
     fn serve_all(&mut self, ctx: &mut Ctx<'_>) {
         self.nic_blocked = false;
+        self.serve_in_turn(ctx);
+        for i in 0..self.endpoints.len() {
+            self.arm(i, ctx);
+        }
+    }
+
+    fn serve_in_turn(&mut self, ctx: &mut Ctx<'_>) {
         let n = self.endpoints.len();
         loop {
             let mut progressed = false;
             for k in 0..n {
                 let i = (self.round_robin + k) % n;
                 progressed |= self.serve(i, 1, ctx);
-                self.arm(i, ctx);
                 if self.nic_blocked {
                     self.round_robin = (i + 1) % n;
                     return;

@@ -51,6 +51,9 @@ pub struct LinkCounters {
     pub max_queue_bytes: u64,
 }
 
+/// Aligned to two cache lines, so a link on one thread never shares one with the host
+/// beside it on the other (`crate::host::Endpoint`).
+#[repr(align(128))]
 pub struct Link {
     config: LinkConfig,
     next: NodeId,
@@ -141,14 +144,21 @@ impl Node for Link {
     }
 
     fn on_timer(&mut self, _token: u64, ctx: &mut Ctx<'_>) {
-        while let Some(pkt) = self.line.release(ctx.now_ns) {
-            let data = data_bytes(&pkt);
-            self.line_data_bytes -= data;
-            self.counters.data_bytes_delivered += data;
-            ctx.send(self.next_for(&pkt), pkt, ctx.now_ns);
-        }
-        if let Some(at) = self.line.next_release_ns() {
-            ctx.schedule(at, 0);
+        loop {
+            match self.line.release_or_next(ctx.now_ns) {
+                Ok(pkt) => {
+                    let data = data_bytes(&pkt);
+                    self.line_data_bytes -= data;
+                    self.counters.data_bytes_delivered += data;
+                    ctx.send(self.next_for(&pkt), pkt, ctx.now_ns);
+                }
+                Err(next) => {
+                    if let Some(at) = next {
+                        ctx.schedule(at, 0);
+                    }
+                    return;
+                }
+            }
         }
     }
 
