@@ -1,10 +1,15 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence), with the
-//! earliest event kept beside it.
+//! The event queue: a sorted vector ordered by (time, target node, insertion sequence),
+//! with the earliest event kept beside it.
 //!
-//! Ties in time pop in the order they were pushed, so a run is a function of its inputs
-//! and seed alone, never of the heap's internal layout. Most events a handler schedules
-//! are due before everything already queued (a link's next release, 1.2 µs on at
-//! 10 Gb/s): those wait in `front` and skip the heap's sift up and down altogether.
+//! Ties in time pop by node, then in the order they were pushed, so a run is a function
+//! of its inputs and seed alone, never of the queue's layout nor of when an event was
+//! pushed relative to another node's: on two threads a link learns of a packet from the
+//! other part some windows after it was sent, and pushes its release then, not when the
+//! packet was sent as on one thread (a link has one event pending at most, and a host
+//! pushes its own in the order of what it is handed, so the order is the same on one
+//! thread and on two). Most events a handler schedules are due before everything
+//! already queued (a link's next release, 1.2 µs on at 10 Gb/s): those wait in `front`
+//! and skip the search and the move altogether.
 
 use std::cmp::Ordering;
 
@@ -30,8 +35,8 @@ struct Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse so the earliest (then the first pushed) is on top.
-        (other.at_ns, other.seq).cmp(&(self.at_ns, self.seq))
+        // Reversed, as for a max-heap: `a > b` means a is due first.
+        (other.at_ns, other.target, other.seq).cmp(&(self.at_ns, self.target, self.seq))
     }
 }
 
@@ -43,7 +48,7 @@ impl PartialOrd for Entry {
 
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    /// Earlier than (or tied and pushed before) every entry in `heap`.
+    /// Due before every entry in `heap`, in the queue's order.
     front: Option<Entry>,
     /// Sorted latest first, so the next due is at the end.
     heap: Vec<Entry>,
@@ -126,5 +131,21 @@ mod tests {
         }
         let order: Vec<u64> = std::iter::from_fn(|| q.pop()).map(|e| e.token).collect();
         assert_eq!(order, vec![1, 3, 0, 2]);
+    }
+
+    #[test]
+    fn ties_between_nodes_pop_by_node_whichever_was_pushed_first() {
+        let mut q = EventQueue::new();
+        for (at_ns, target, token) in [(7, 2, 0), (7, 1, 1), (3, 5, 2), (7, 1, 3), (7, 0, 4)] {
+            q.push(Event {
+                at_ns,
+                target,
+                token,
+            });
+        }
+        let order: Vec<(NodeId, u64)> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.target, e.token))
+            .collect();
+        assert_eq!(order, vec![(5, 2), (0, 4), (1, 1), (1, 3), (2, 0)]);
     }
 }
