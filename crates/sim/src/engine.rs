@@ -61,6 +61,7 @@ impl Ctx<'_> {
 
 /// A share of the nodes with its own clock, event queue and outbox. A simulation is one
 /// part, or two that run side by side on two threads (`Sim::split`).
+///
 /// Aligned to two cache lines: the two parts sit side by side in `Sim::parts`, and each
 /// writes its clock and queue at every event: sharing a line, the two cores would trade
 /// it at every event.
@@ -72,9 +73,8 @@ struct Part {
     /// Indexed by node id; `None` for the other part's nodes.
     nodes: Vec<Option<Box<dyn Node>>>,
     outbox: Vec<Sent>,
-    /// Packets for the other part's nodes, handed over when both reach the window's end.
+    /// Packets for the other part's nodes, posted to it at the window's end.
     foreign: Vec<Sent>,
-
     events_processed: u64,
 }
 
@@ -189,9 +189,10 @@ const MIN_WINDOW_NS: u64 = 50_000;
 /// each part waiting about a tenth of the run for the other's slower windows, and
 /// asleep, to be woken, where the wait outlasted its spin.
 const LAG_ROUNDS: u64 = 3;
-/// Mail slots per direction: a part posts window `r` while the other may still be
-/// taking window `r - 2 - 2 * LAG_ROUNDS`, never earlier (each waits for the other to
-/// have posted `LAG_ROUNDS + 1` windows back).
+/// Mail slots per direction. When a part posts its window `r`, the other has taken
+/// every window up to `r - 2 - 2 * LAG_ROUNDS` (this part took the other's window
+/// `r - 1 - LAG_ROUNDS` before running `r`, and the other had taken this part's from
+/// `LAG_ROUNDS + 1` before that one), so that window's slot is free again.
 const MAIL_SLOTS: usize = 2 * LAG_ROUNDS as usize + 2;
 
 impl Windows {
