@@ -7,8 +7,8 @@
 //! Packets handed to another node in the same instant are delivered right after the
 //! handler returns, in the order they were sent, without going through the heap.
 //!
-//! The nodes may run in two parts on two threads (`Sim::split`), which post the packets
-//! one sent the other at the end of each window and take them a few windows later.
+//! The nodes may run in two parts on two threads (`Sim::split`), which meet at the end
+//! of each window to trade the packets one sent the other.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,7 +73,7 @@ struct Part {
     /// Indexed by node id; `None` for the other part's nodes.
     nodes: Vec<Option<Box<dyn Node>>>,
     outbox: Vec<Sent>,
-    /// Packets for the other part's nodes, posted to it at the window's end.
+    /// Packets for the other part's nodes, handed over when both reach the window's end.
     foreign: Vec<Sent>,
     events_processed: u64,
 }
@@ -153,118 +153,76 @@ impl Part {
 type Sent = (NodeId, Packet, u64);
 
 /// One `run_until` on two parts: from `from_ns` to `end_ns`, in windows that start at
-/// `window_ns` and never exceed `longest_ns`.
+/// `window_ns` and never exceed `lookahead_ns`.
 #[allow(clippy::struct_field_names)] // units in names
 struct Windows {
     from_ns: u64,
     end_ns: u64,
     window_ns: u64,
-    /// The longest window: the lookahead shared by the `LAG_ROUNDS + 1` windows a
-    /// part's packets may wait in the mail before the other takes them.
-    longest_ns: u64,
+    lookahead_ns: u64,
 }
 
 /// How many packets the two parts should trade per window. Windows are sized to it from
-/// what they traded in an earlier one: at 10 Gb/s with one flow (833 data packets and
-/// some 420 ACKs a millisecond) about 5 ms; a lightly loaded path gets windows as long
-/// as the lookahead allows, so it posts rarely. Fixed windows of 1 to 81.5 ms ran the
-/// busy 10 Gb/s path within the machine's spread of each other; sizing by traffic is
-/// for the light ones: with one core kept busy by another process, `lossy` ran 153 times
-/// real time against 65 with windows fixed at 5 ms (`longhaul-sim bench --seconds 10`).
+/// what they traded in the last one: at 10 Gb/s with one flow (833 data packets and some
+/// 420 ACKs a millisecond) about 5 ms; a lightly loaded path gets windows as long as its
+/// lookahead, so it meets rarely. Fixed windows of 1 to 81.5 ms ran the busy 10 Gb/s
+/// path within the machine's spread of each other; sizing by traffic is for the light
+/// ones: with one core kept busy by another process, `lossy` ran 153 times real time
+/// against 65 with windows fixed at 5 ms (`longhaul-sim bench --seconds 10`).
 const TRADED_PER_WINDOW: u64 = 6_144;
 /// The shortest window.
 const MIN_WINDOW_NS: u64 = 50_000;
-/// How many windows a part may run ahead of the other: it takes the packets the other
-/// sent in window `r` at the start of its own window `r + 1 + LAG_ROUNDS`, and waits only
-/// if they are not posted yet. Meeting at the end of every window instead (no lag) left
-/// each part waiting about a tenth of the run for the other's slower windows, and
-/// asleep, to be woken, where the wait outlasted its spin.
-const LAG_ROUNDS: u64 = 3;
-/// Mail slots per direction. When a part posts its window `r`, the other has taken
-/// every window up to `r - 2 - 2 * LAG_ROUNDS` (this part took the other's window
-/// `r - 1 - LAG_ROUNDS` before running `r`, and the other had taken this part's from
-/// `LAG_ROUNDS + 1` before that one), so that window's slot is free again.
-const MAIL_SLOTS: usize = 2 * LAG_ROUNDS as usize + 2;
 
 impl Windows {
-    /// For a run on two parts with `lookahead_ns`: windows short enough that a packet
-    /// taken `LAG_ROUNDS + 1` windows after the one it was sent in is still taken before
-    /// the link it goes to could release it.
-    fn new(from_ns: u64, end_ns: u64, window_ns: u64, lookahead_ns: u64) -> Self {
-        let longest_ns = (lookahead_ns / (LAG_ROUNDS + 1)).max(1);
-        Self {
-            from_ns,
-            end_ns,
-            window_ns: window_ns.min(longest_ns),
-            longest_ns,
-        }
-    }
-
-    /// The window after `last_ns`, from one of `measured_ns` in which the parts traded
-    /// `traded` packets: scaled toward `TRADED_PER_WINDOW`, at most twice `last_ns`. Both
-    /// parts know both counts of the window measured, so both choose the same; and the
-    /// results do not depend on the windows anyway, only on each being within the
-    /// longest.
-    fn next(&self, last_ns: u64, measured_ns: u64, traded: u64) -> u64 {
+    /// The window after one of `window_ns` in which the parts traded `traded` packets:
+    /// scaled toward `TRADED_PER_WINDOW`, at most twice as long. Both parts know both
+    /// counts after the meeting, so both choose the same; and the results do not depend
+    /// on the windows anyway, only on each being within the lookahead.
+    fn next(&self, window_ns: u64, traded: u64) -> u64 {
         let scaled =
-            u128::from(measured_ns) * u128::from(TRADED_PER_WINDOW) / u128::from(traded.max(1));
+            u128::from(window_ns) * u128::from(TRADED_PER_WINDOW) / u128::from(traded.max(1));
         u64::try_from(scaled)
             .unwrap_or(u64::MAX)
-            .min(last_ns.saturating_mul(2))
+            .min(window_ns.saturating_mul(2))
             .max(MIN_WINDOW_NS)
-            .min(self.longest_ns)
+            .min(self.lookahead_ns)
     }
 }
 
-/// Where the two parts trade packets: the packets each sent the other, by the part they
-/// go to and by window (in `MAIL_SLOTS` slots, reused), and how many windows each part
-/// has posted.
+/// Where the two parts meet at the end of each window: the packets each sent the other
+/// (by the part they go to, and by the window's parity, so a part can post the next
+/// window's while the other still reads this one's), and a count of arrivals.
 #[derive(Default)]
 struct Meeting {
-    mail: [[Mutex<Vec<Sent>>; MAIL_SLOTS]; 2],
-    posted: [AtomicU64; 2],
+    mail: [[Mutex<Vec<Sent>>; 2]; 2],
+    arrived: AtomicU64,
     lock: Mutex<()>,
-    posted_more: Condvar,
+    met: Condvar,
     /// A part panicked: the other stops waiting for it and panics too, not hangs.
     failed: AtomicBool,
 }
 
-/// How long a part that waits for the other's mail spins before it sleeps, giving up
-/// the core every `YIELD_EVERY` spins. Waking a sleeping thread costs tens of
+/// How long a part that reached the window's end first spins before it sleeps, giving
+/// up the core every `YIELD_EVERY` spins. Waking a sleeping thread costs tens of
 /// microseconds on a virtual machine. `longhaul-sim bench --seconds 10`, two runs of
-/// each on an otherwise idle two-core machine (meeting at every window's end):
-/// spinning 200 us and yielding, `one_flow` 11.8 and 11.5 times real time; sleeping at
-/// once 9.6 and 10.5; with one core kept busy by another process 7.6 against 8.2 (and
-/// 8.7 on one thread), `lossy` 153 against 117.
+/// each on an otherwise idle two-core machine: spinning 200 us and yielding, `one_flow`
+/// 11.8 and 11.5 times real time; sleeping at once 9.6 and 10.5; with one core kept busy
+/// by another process 7.6 against 8.2 (and 8.7 on one thread), `lossy` 153 against 117.
 const SPIN_FOR: Duration = Duration::from_micros(200);
 const YIELD_EVERY: u32 = 64;
 
 impl Meeting {
-    fn mail(&self, to: usize, round: u64) -> std::sync::MutexGuard<'_, Vec<Sent>> {
-        self.mail[to][(round % MAIL_SLOTS as u64) as usize]
-            .lock()
-            .expect("a part panicked")
-    }
-
-    /// Hand `packets` to the part `to` as part `from`'s window `round`, taking back an
-    /// empty buffer (one that part has read), so no window allocates.
-    fn post(&self, from: usize, round: u64, packets: &mut Vec<Sent>) {
-        {
-            let mut slot = self.mail(1 - from, round);
-            debug_assert!(slot.is_empty(), "read before it is written again");
-            std::mem::swap(&mut *slot, packets);
+    /// Wait until both parts have arrived `round + 1` times: spin a little, then sleep.
+    fn wait(&self, round: u64) {
+        let everyone = 2 * (round + 1);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == everyone {
+            let _held = self.lock.lock().expect("a part panicked");
+            self.met.notify_all();
+            return;
         }
-        self.posted[from].store(round + 1, Ordering::Release);
-        let _held = self.lock.lock().expect("a part panicked");
-        self.posted_more.notify_all();
-    }
-
-    /// Wait until part `from` has posted its window `round`: spin a little, then sleep.
-    fn wait_for(&self, from: usize, round: u64) {
-        let posted = || self.posted[from].load(Ordering::Acquire) > round;
         let since = Instant::now();
         let mut spins = 0u32;
-        while !posted() {
+        while self.arrived.load(Ordering::Acquire) < everyone {
             self.check();
             std::hint::spin_loop();
             spins += 1;
@@ -277,9 +235,9 @@ impl Meeting {
             }
         }
         let mut held = self.lock.lock().expect("a part panicked");
-        while !posted() {
+        while self.arrived.load(Ordering::Acquire) < everyone {
             self.check();
-            held = self.posted_more.wait(held).expect("a part panicked");
+            held = self.met.wait(held).expect("a part panicked");
         }
     }
 
@@ -294,23 +252,39 @@ impl Meeting {
     fn fail(&self) {
         self.failed.store(true, Ordering::Release);
         let _held = self.lock.lock();
-        self.posted_more.notify_all();
+        self.met.notify_all();
     }
 
-    /// Deliver to `part` (the part `me`) what the other sent it in its window `round`,
-    /// once posted; how many packets that was.
-    fn deliver(&self, part: &mut Part, me: usize, round: u64) -> u64 {
-        self.wait_for(1 - me, round);
-        let mut slot = self.mail(me, round);
+    /// Hand `packets` to the part `to` for the window after `round`, taking back an
+    /// empty buffer (the one that part read two windows ago), so no window allocates.
+    fn post(&self, to: usize, round: u64, packets: &mut Vec<Sent>) {
+        let mut slot = self.mail[to][(round % 2) as usize]
+            .lock()
+            .expect("a part panicked");
+        debug_assert!(slot.is_empty(), "read before it is written again");
+        std::mem::swap(&mut *slot, packets);
+    }
+
+    /// How many packets the other part sent the part `me` in `round`.
+    fn count(&self, me: usize, round: u64) -> u64 {
+        self.mail[me][(round % 2) as usize]
+            .lock()
+            .expect("a part panicked")
+            .len() as u64
+    }
+
+    /// Deliver to `part` (the part `me`) what the other sent it in `round`.
+    fn deliver(&self, part: &mut Part, me: usize, round: u64) {
+        let mut slot = self.mail[me][(round % 2) as usize]
+            .lock()
+            .expect("a part panicked");
         part.receive(&slot);
-        let count = slot.len() as u64;
         slot.clear();
-        count
     }
 }
 
-/// One part's side of a run on two parts: each window, take what the other sent
-/// `LAG_ROUNDS + 1` windows before, run to the window's end, and post what it sent.
+/// One part's side of a run on two parts: each window, take what the other sent in the
+/// last, run to the window's end, post what it sent, and meet.
 fn drive(part: &mut Part, me: usize, plan: &Windows, meeting: &Meeting) -> u64 {
     struct FailOnPanic<'a>(&'a Meeting);
     impl Drop for FailOnPanic<'_> {
@@ -321,53 +295,40 @@ fn drive(part: &mut Part, me: usize, plan: &Windows, meeting: &Meeting) -> u64 {
         }
     }
     let _guard = FailOnPanic(meeting);
-    // Each window's length, and the packets both parts traded in it (this part's share
-    // until the other's is delivered).
-    let mut windows_ns: Vec<u64> = Vec::new();
-    let mut traded: Vec<u64> = Vec::new();
+    let other = 1 - me;
     let mut window_ns = plan.window_ns;
     let mut at_ns = plan.from_ns;
+    let mut round = 0;
     while at_ns < plan.end_ns {
-        let round = windows_ns.len() as u64;
-        if let Some(taken) = round.checked_sub(LAG_ROUNDS + 1) {
-            traded[taken as usize] += meeting.deliver(part, me, taken);
+        if round > 0 {
+            meeting.deliver(part, me, round - 1);
         }
         let stop_ns = plan.end_ns.min(at_ns.saturating_add(window_ns));
         part.run_until(stop_ns);
-        traded.push(part.foreign.len() as u64);
-        meeting.post(me, round, &mut part.foreign);
-        windows_ns.push(stop_ns - at_ns);
-        // Sized from the last window both parts know both counts of: the one whose
-        // packets from the other this part took as this window began.
-        if let Some(known) = round.checked_sub(LAG_ROUNDS + 1) {
-            let known = known as usize;
-            window_ns = plan.next(window_ns, windows_ns[known], traded[known]);
-        }
+        let sent = part.foreign.len() as u64;
+        meeting.post(other, round, &mut part.foreign);
+        meeting.wait(round);
+        window_ns = plan.next(window_ns, sent + meeting.count(me, round));
         at_ns = stop_ns;
+        round += 1;
     }
-    // What the other part sent in the windows not yet taken; a node that takes packets
-    // from the other part (a link) sends nothing at once, so nothing goes back.
-    let rounds = windows_ns.len() as u64;
-    for round in rounds.saturating_sub(LAG_ROUNDS + 1)..rounds {
-        meeting.deliver(part, me, round);
+    if round > 0 {
+        // What the other part sent in the last window; a node that takes packets from
+        // the other part (a link) sends nothing at once, so nothing goes back.
+        meeting.deliver(part, me, round - 1);
+        debug_assert!(part.foreign.is_empty(), "a reply across parts in no time");
     }
-    // (With no window at all, what the part's nodes sent as they started waits for the
-    // next run's first.)
-    debug_assert!(
-        rounds == 0 || part.foreign.is_empty(),
-        "a reply across parts in no time"
-    );
     window_ns
 }
 
 /// The event core. Its nodes may be split in two parts that run side by side
 /// (`split`), as a conservative parallel simulation in windows: a packet one part sends
 /// to the other can only go to a node that holds every packet for at least the
-/// lookahead (a link, whose propagation delay is the lookahead at least), and
-/// `LAG_ROUNDS + 1` windows together are no longer than that, so a part may take what
-/// the other sent in a window that many windows later, and runs on meanwhile. The
-/// queue's order does not depend on when a part took a packet (`crate::event`), so a
-/// run is a function of its inputs, the same on one thread and on two.
+/// lookahead (a link, whose propagation delay is the lookahead at least), and no window
+/// is longer than that, so neither part needs anything from the other before the
+/// window's end, where they trade what they sent. The queue's order does not depend on
+/// when a part took a packet (`crate::event`), so a run is a function of its inputs,
+/// the same on one thread and on two.
 pub struct Sim {
     parts: Vec<Part>,
     /// The part each node belongs to.
@@ -470,7 +431,12 @@ impl Sim {
         match self.parts.as_mut_slice() {
             [only] => only.run_until(end_ns),
             [first, second] => {
-                let plan = Windows::new(self.now_ns, end_ns, self.window_ns, self.lookahead_ns);
+                let plan = Windows {
+                    from_ns: self.now_ns,
+                    end_ns,
+                    window_ns: self.window_ns,
+                    lookahead_ns: self.lookahead_ns,
+                };
                 let meeting = Meeting::default();
                 self.window_ns = std::thread::scope(|s| {
                     s.spawn(|| drive(second, 1, &plan, &meeting));
@@ -534,35 +500,21 @@ mod tests {
     }
 
     #[test]
-    fn windows_grow_at_most_twofold_toward_the_packets_asked_and_share_the_lookahead() {
-        let plan = Windows::new(0, 1_000_000_000, 1_000_000, 40_000_000);
-        // Half the packets asked: twice as long; a quarter: still only twice the last.
-        assert_eq!(
-            plan.next(1_000_000, 1_000_000, TRADED_PER_WINDOW / 2),
-            2_000_000
-        );
-        assert_eq!(
-            plan.next(1_000_000, 1_000_000, TRADED_PER_WINDOW / 4),
-            2_000_000
-        );
-        // Scaled from the window measured, capped by the last.
-        assert_eq!(
-            plan.next(3_000_000, 1_000_000, TRADED_PER_WINDOW / 2),
-            2_000_000
-        );
+    fn windows_grow_at_most_twofold_toward_the_packets_asked_and_stay_within_the_lookahead() {
+        let plan = Windows {
+            from_ns: 0,
+            end_ns: 1_000_000_000,
+            window_ns: 1_000_000,
+            lookahead_ns: 10_000_000,
+        };
+        // Half the packets asked: twice as long; a quarter: still only twice.
+        assert_eq!(plan.next(1_000_000, TRADED_PER_WINDOW / 2), 2_000_000);
+        assert_eq!(plan.next(1_000_000, TRADED_PER_WINDOW / 4), 2_000_000);
         // Twice the packets asked: half as long, and never below the shortest.
-        assert_eq!(
-            plan.next(1_000_000, 1_000_000, TRADED_PER_WINDOW * 2),
-            500_000
-        );
-        assert_eq!(plan.next(1_000_000, 1_000_000, u64::MAX), MIN_WINDOW_NS);
-        // Nothing traded: as long as the windows that share the lookahead may be.
-        let longest = 40_000_000 / (LAG_ROUNDS + 1);
-        assert_eq!(plan.next(8_000_000, 8_000_000, 0), longest);
-        assert_eq!(
-            Windows::new(0, 1, 50_000_000, 40_000_000).window_ns,
-            longest
-        );
+        assert_eq!(plan.next(1_000_000, TRADED_PER_WINDOW * 2), 500_000);
+        assert_eq!(plan.next(1_000_000, u64::MAX), MIN_WINDOW_NS);
+        // Nothing traded: as long as the lookahead allows.
+        assert_eq!(plan.next(8_000_000, 0), 10_000_000);
     }
 
     /// Panics at its first timer, `at_ns`.

@@ -4,8 +4,8 @@
 //! Ties in time pop by node, then in the order they were pushed, so a run is a function
 //! of its inputs and seed alone, never of the queue's layout nor of when an event was
 //! pushed relative to another node's: on two threads a link learns of a packet from the
-//! other part some windows after it was sent, and pushes its release then, not when the
-//! packet was sent as on one thread (a link has one event pending at most, and a host
+//! other part at the end of the window it was sent in, and pushes its release then, not
+//! when the packet was sent as on one thread (a link has one event pending at most, and a host
 //! pushes its own in the order of what it is handed, so the order is the same on one
 //! thread and on two). Most events a handler schedules are due before everything
 //! already queued (a link's next release, 1.2 µs on at 10 Gb/s): those wait in `front`

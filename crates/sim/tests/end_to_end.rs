@@ -37,8 +37,8 @@ fn a_seed_repeats_exactly_and_another_seed_differs() {
 /// loss with a shallow queue, flows of ten round-trip times and two congestion controls,
 /// flows both ways, a receiver's bus slower than the path, each with seed 5; and one
 /// flow at 10 Gb/s under random loss with seed 1 (where a link's release and another
-/// node's timer fell due in the same nanosecond and popped in the order they were
-/// pushed, which two threads changed).
+/// node's timer fell due in the same nanosecond: popped in the order they were pushed,
+/// two threads that took each other's packets four windows late gave another result).
 const TWO_THREADED: [(&str, u64); 5] = [
     (
         r#"{"duration_s": 6, "cc": "cubic",
