@@ -368,18 +368,22 @@ impl<F: Clone> Direction<F> {
             return Offer::Cut(parts);
         }
         let (start, tx) = self.serialize(now, backlog, wire);
-        let fates: Vec<Option<Cause>> = if self.loss.model().is_lossless() {
-            Vec::new()
-        } else {
-            (0..shape.segments).map(|_| self.loss.decide()).collect()
-        };
-        if fates.iter().all(Option::is_none) {
+        if self.loss.model().is_lossless() {
             return Offer::Whole(self.slot(start, tx, wire, shape.segments));
         }
         if shape.segments == 1 {
-            let fate = Fate::Lost(fates[0].unwrap_or(Cause::Random));
-            self.count(fate, 1, wire);
-            return Offer::Refused(fate);
+            // No list of one fate: a simulator offers every frame this way.
+            return match self.loss.decide() {
+                None => Offer::Whole(self.slot(start, tx, wire, 1)),
+                Some(cause) => {
+                    self.count(Fate::Lost(cause), 1, wire);
+                    Offer::Refused(Fate::Lost(cause))
+                }
+            };
+        }
+        let fates: Vec<Option<Cause>> = (0..shape.segments).map(|_| self.loss.decide()).collect();
+        if fates.iter().all(Option::is_none) {
+            return Offer::Whole(self.slot(start, tx, wire, shape.segments));
         }
         self.counters.split_frames += 1;
         let mut at = start;

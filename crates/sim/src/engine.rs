@@ -19,8 +19,10 @@ use crate::event::{Event, EventQueue, NodeId};
 use crate::packet::Packet;
 
 pub trait Node: Any + Send {
-    /// `pkt` reaches this node. `arrive_ns >= now` lets a sender hand over a packet whose
-    /// last bit leaves it later (its own serialization), so links need no event for it.
+    /// `pkt` reaches this node at `arrive_ns` (>= now). A later instant lets a sender
+    /// hand over a packet whose last bit leaves it later (its own serialization), so
+    /// links need no event for it, and a link hand on a train of frames at once
+    /// (`Link::with_trains`) to a node that takes each at its own time.
     fn on_packet(&mut self, pkt: Packet, arrive_ns: u64, ctx: &mut Ctx<'_>);
     /// A timer this node scheduled with `token` is due.
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx<'_>);
@@ -33,6 +35,9 @@ pub trait Node: Any + Send {
 /// timers, and send packets to other nodes.
 pub struct Ctx<'a> {
     pub now_ns: u64,
+    /// Where the current `Sim::run_until` ends: nothing handed on may arrive at or after
+    /// it, so every count read at its end is what it would be event by event.
+    pub run_end_ns: u64,
     me: NodeId,
     queue: &'a mut EventQueue,
     outbox: &'a mut Vec<Sent>,
@@ -57,6 +62,20 @@ impl Ctx<'_> {
     pub fn send(&mut self, to: NodeId, pkt: Packet, arrive_ns: u64) {
         self.outbox.push((to, pkt, arrive_ns.max(self.now_ns)));
     }
+
+    /// This node's context as if its clock read `at_ns` (>= now): for a node that takes
+    /// a packet due later than now and knows nothing can reach it before (a host behind a
+    /// link that hands on trains, `crate::host`).
+    pub fn at(&mut self, at_ns: u64) -> Ctx<'_> {
+        debug_assert!(at_ns >= self.now_ns, "a context in the past");
+        Ctx {
+            now_ns: at_ns.max(self.now_ns),
+            run_end_ns: self.run_end_ns,
+            me: self.me,
+            queue: self.queue,
+            outbox: self.outbox,
+        }
+    }
 }
 
 /// A share of the nodes with its own clock, event queue and outbox. A simulation is one
@@ -69,6 +88,9 @@ impl Ctx<'_> {
 #[repr(align(128))]
 struct Part {
     now_ns: u64,
+    /// The end of the `Sim::run_until` being run (not of a window: the two parts' nodes
+    /// see the same one as one part's do).
+    run_end_ns: u64,
     queue: EventQueue,
     /// Indexed by node id; `None` for the other part's nodes.
     nodes: Vec<Option<Box<dyn Node>>>,
@@ -86,6 +108,7 @@ impl Part {
             };
             let mut ctx = Ctx {
                 now_ns: self.now_ns,
+                run_end_ns: self.run_end_ns,
                 me: id,
                 queue: &mut self.queue,
                 outbox: &mut self.outbox,
@@ -108,6 +131,7 @@ impl Part {
                 .expect("events go to the part's own nodes");
             let mut ctx = Ctx {
                 now_ns: self.now_ns,
+                run_end_ns: self.run_end_ns,
                 me: event.target,
                 queue: &mut self.queue,
                 outbox: &mut self.outbox,
@@ -131,6 +155,7 @@ impl Part {
             };
             let mut ctx = Ctx {
                 now_ns: self.now_ns,
+                run_end_ns: self.run_end_ns,
                 me: to,
                 queue: &mut self.queue,
                 outbox: &mut self.outbox,
@@ -422,6 +447,9 @@ impl Sim {
 
     /// Run every event due before `end_ns`, then set the clock to `end_ns`.
     pub fn run_until(&mut self, end_ns: u64) {
+        for part in &mut self.parts {
+            part.run_end_ns = end_ns;
+        }
         if !self.started {
             self.started = true;
             for part in &mut self.parts {

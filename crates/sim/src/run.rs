@@ -223,9 +223,20 @@ pub fn build(r: &Resolved, threads: Threads) -> Testbed {
     let (senders, receivers) = endpoints(r, &group_of);
 
     let mut sim = Sim::new();
-    sim.add(Box::new(
-        Host::new(fwd_id, r.sender.egress_rate_bps() as u64, senders).on_kernel(r.sender.kernel),
-    ));
+    // Trains (`Link::with_trains`) where a host has one way in and is the only one to
+    // feed the link it sends on, which it may then feed ahead of time. The sender's
+    // way in is the return link, but the cross traffic feeds its forward link in
+    // batches, and what is ahead of what there is the order of the calls. The
+    // receiver's is the forward link, or the interface after it, unless delay lines
+    // bring some flows in by other ways.
+    let trains_back = cross_id.is_none();
+    let sender =
+        Host::new(fwd_id, r.sender.egress_rate_bps() as u64, senders).on_kernel(r.sender.kernel);
+    sim.add(Box::new(if trains_back {
+        sender.with_one_way_in(rev_id, sender_id)
+    } else {
+        sender
+    }));
     let fwd = LinkConfig {
         rate_bps,
         delay_ns: one_way_ns,
@@ -237,10 +248,20 @@ pub fn build(r: &Resolved, threads: Threads) -> Testbed {
     let first_delay_id = 4 + usize::from(needs_rx_nic) + usize::from(cross_id.is_some());
     let (delay_ids, routes) = plan_delays(r, &group_of, first_delay_id, fwd_next);
     let delays: Vec<NodeId> = delay_ids.iter().flatten().map(|&(id, _)| id).collect();
-    sim.add(Box::new(
-        Link::new(fwd, fwd_next, derive_seed(r.seed, 1)).with_routes(routes),
-    ));
-    add_receiver_and_return(&mut sim, r, receivers, (receiver_id, sender_id));
+    let trains = delays.is_empty();
+    let mut fwd_link = Link::new(fwd, fwd_next, derive_seed(r.seed, 1)).with_routes(routes);
+    if trains {
+        fwd_link = fwd_link.with_trains();
+    }
+    sim.add(Box::new(fwd_link));
+    let receiver_way_in = trains.then_some(rx_nic_id.unwrap_or(fwd_id));
+    add_receiver_and_return(
+        &mut sim,
+        r,
+        receivers,
+        (receiver_id, sender_id),
+        (receiver_way_in, trains_back),
+    );
     let mut links = vec![fwd_id, rev_id];
     if let Some(id) = rx_nic_id {
         let ring = RX_RING_FRAMES * u64::from(r.receiver.mtu_bytes + r.path.frame_overhead_bytes);
@@ -250,7 +271,9 @@ pub fn build(r: &Resolved, threads: Threads) -> Testbed {
             queue_bytes: ring,
             loss: Loss::NONE,
         };
-        assert_eq!(sim.add(Box::new(Link::new(nic, receiver_id, 0))), id);
+        let nic = Link::new(nic, receiver_id, 0);
+        let nic = if trains { nic.with_trains() } else { nic };
+        assert_eq!(sim.add(Box::new(nic)), id);
         links.push(id);
     }
     if let Some(id) = cross_id {
@@ -292,26 +315,33 @@ pub fn build(r: &Resolved, threads: Threads) -> Testbed {
 
 /// The receiving host (node `receiver`), and after it the reverse link back to the
 /// sender (node `receiver + 1`: the path's rate and delay, its own queue and loss).
+/// `trains`: the receiver's only way in, whose trains it takes, and whether the sender
+/// takes the reverse link's (`Link::with_trains`).
 fn add_receiver_and_return(
     sim: &mut Sim,
     r: &Resolved,
     receivers: Vec<Endpoint>,
     (receiver, sender): (NodeId, NodeId),
+    (way_in, trains_back): (Option<NodeId>, bool),
 ) {
     let rate_bps = r.receiver.egress_rate_bps() as u64;
-    assert_eq!(
-        sim.add(Box::new(
-            Host::new(receiver + 1, rate_bps, receivers).on_kernel(r.receiver.kernel)
-        )),
-        receiver
-    );
+    let mut host = Host::new(receiver + 1, rate_bps, receivers).on_kernel(r.receiver.kernel);
+    if let Some(link) = way_in {
+        host = host.with_one_way_in(link, receiver);
+    }
+    assert_eq!(sim.add(Box::new(host)), receiver);
     let rev = LinkConfig {
         rate_bps: r.path.rate_bps as u64,
         delay_ns: ns(r.path.rtt_ms / 2.0),
         queue_bytes: r.path.reverse_queue_bytes,
         loss: r.path.reverse_loss,
     };
-    sim.add(Box::new(Link::new(rev, sender, derive_seed(r.seed, 2))));
+    let back = Link::new(rev, sender, derive_seed(r.seed, 2));
+    sim.add(Box::new(if trains_back {
+        back.with_trains()
+    } else {
+        back
+    }));
 }
 
 /// sender -> credit link (the path: rate, delay, the near buffer `queue_bytes`) -> credit
@@ -338,7 +368,14 @@ fn build_credit_path(r: &Resolved, far_bytes: u64) -> Testbed {
         block_bytes: IB_CREDIT_BLOCK_BYTES,
     };
     sim.add(Box::new(CreditLink::new(fwd, far_id, Some(sender_id))));
-    add_receiver_and_return(&mut sim, r, receivers, (receiver_id, sender_id));
+    // The sender also hears from the credit link: no trains back.
+    add_receiver_and_return(
+        &mut sim,
+        r,
+        receivers,
+        (receiver_id, sender_id),
+        (None, false),
+    );
     let far = CreditLinkConfig {
         rate_bps: (r.receiver.egress_rate_bps() as u64).min(rate_bps),
         delay_ns: 0,

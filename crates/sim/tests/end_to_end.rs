@@ -77,12 +77,24 @@ const TWO_THREADED: [(&str, u64); 5] = [
     ),
 ];
 
+/// The report less its event count: a link hands on as long a train as it holds frames
+/// for, and on two threads it learns of a frame only at the end of the window it was
+/// sent in, so it may wake a few more times for the same frames at the same instants.
+fn without_events(r: &Report) -> serde_json::Value {
+    let mut v = deterministic_part(r);
+    v["counters"]
+        .as_object_mut()
+        .expect("counters")
+        .remove("events_processed");
+    v
+}
+
 #[test]
 fn two_threads_give_what_one_gives() {
     for (json, seed) in TWO_THREADED {
         let r = load(json, Some(seed)).expect("valid scenario");
-        let one = deterministic_part(&run_with(&r, Threads::One));
-        let two = deterministic_part(&run_with(&r, Threads::Two));
+        let one = without_events(&run_with(&r, Threads::One));
+        let two = without_events(&run_with(&r, Threads::Two));
         assert_eq!(one, two, "{json}");
         assert!(one["counters"]["conserved"].as_bool().unwrap(), "{json}");
     }
