@@ -33,6 +33,9 @@ def test_one_thread_and_two_give_the_same_run(cli, tmp_path):
         reports.append(json.loads(result.stdout))
     one, two = reports
     assert one["counters"]["packets_dropped_line"] > 0
+    # Not the event count: a link's trains can be shorter on two threads.
+    for report in reports:
+        report["counters"].pop("events_processed")
     assert one["end"] == two["end"] and one["counters"] == two["counters"]
 
 

@@ -65,6 +65,11 @@ def test_one_thread_gives_what_two_give():
     # 10 ms: each side's link holds a packet 5 ms, long enough to run on two threads.
     one, two = (runner.run_scenario(small(seed=3, loss=1e-3), threads=t) for t in (1, 2))
     assert one["counters"]["packets_dropped_line"] > 0
+    # All but the event count: on two threads a link learns of a frame only at the end
+    # of the window it was sent in, so its trains can be shorter (more wake-ups for the
+    # same frames at the same instants).
+    for report in (one, two):
+        report["counters"].pop("events_processed")
     assert (one["end"], one["intervals"], one["counters"]) == (
         two["end"],
         two["intervals"],

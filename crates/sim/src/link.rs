@@ -67,8 +67,9 @@ pub struct Link {
     trains: bool,
 }
 
-/// At most this many frames handed on per event, so the frames of a train sit in the
-/// cache together with what their receiver does with them.
+/// At most this many frames handed on per event: a bound on what one release puts in
+/// the outbox at once (chosen, not tuned; one event per frame cost 12 % of `one_flow` on
+/// one thread against this).
 pub const TRAIN_FRAMES: u32 = 64;
 
 impl Link {
