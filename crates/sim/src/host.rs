@@ -418,16 +418,16 @@ impl Host {
 
 impl Node for Host {
     fn on_packet(&mut self, pkt: Packet, arrive_ns: u64, ctx: &mut Ctx<'_>) {
-        if let Some(way_in) = &self.way_in {
-            if way_in.held.is_empty() && self.may_take_at(arrive_ns) {
-                self.take(pkt, &mut ctx.at(arrive_ns));
-            } else if let Some(way_in) = &mut self.way_in {
-                way_in.held.push_back((arrive_ns, pkt));
-            }
+        let Some(way_in) = &self.way_in else {
+            // Taken now whenever it arrives: a credit link hands a host its credit early.
+            self.take(pkt, ctx);
             return;
+        };
+        if way_in.held.is_empty() && self.may_take_at(arrive_ns) {
+            self.take(pkt, &mut ctx.at(arrive_ns));
+        } else if let Some(way_in) = &mut self.way_in {
+            way_in.held.push_back((arrive_ns, pkt));
         }
-        // Taken now whenever it arrives: a credit link hands a host its credit early.
-        self.take(pkt, ctx);
     }
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx<'_>) {
@@ -473,8 +473,7 @@ impl Host {
             if !self.may_take_at(at_ns) {
                 return;
             }
-            let held = self.way_in.as_mut().map(|w| w.held.pop_front());
-            let Some(Some((_, pkt))) = held else {
+            let Some((_, pkt)) = self.way_in.as_mut().and_then(|w| w.held.pop_front()) else {
                 return;
             };
             self.take(pkt, &mut ctx.at(at_ns));
