@@ -169,15 +169,19 @@ impl OwnTimers {
     fn fired(&mut self, token: u64, at_ns: u64) -> bool {
         let fired = self.timer(token).fired(at_ns);
         if fired && at_ns == self.earliest_ns {
-            self.earliest_ns = self
-                .endpoints
-                .iter()
-                .chain(std::iter::once(&self.nic))
-                .filter_map(|t| t.pending_ns)
-                .min()
-                .unwrap_or(u64::MAX);
+            self.earliest_ns = self.scan_earliest_ns();
         }
         fired
+    }
+
+    /// The earliest wake-up pending, from every timer.
+    fn scan_earliest_ns(&self) -> u64 {
+        self.endpoints
+            .iter()
+            .chain(std::iter::once(&self.nic))
+            .filter_map(|t| t.pending_ns)
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// The earliest wake-up pending (`u64::MAX`: none).
@@ -589,14 +593,7 @@ mod tests {
                 } else {
                     timers.want(token, Some(at_ns));
                 }
-                let scanned = timers
-                    .endpoints
-                    .iter()
-                    .chain(std::iter::once(&timers.nic))
-                    .filter_map(|t| t.pending_ns)
-                    .min()
-                    .unwrap_or(u64::MAX);
-                proptest::prop_assert_eq!(timers.earliest_ns(), scanned);
+                proptest::prop_assert_eq!(timers.earliest_ns(), timers.scan_earliest_ns());
             }
         }
     }
