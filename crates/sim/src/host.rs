@@ -130,9 +130,10 @@ impl LazyTimer {
 }
 
 /// The host's own wake-ups, one timer per endpoint and the interface's, and the earliest
-/// one pending: a host with one way in asks for it at every packet, and a scan of every
-/// timer there cost 5 % of `twenty_flows`. A timer's pending wake-up only ever moves
-/// earlier or fires, so the earliest needs a scan only when it fires.
+/// one pending: a host with one way in asks for it at every packet, and keeping it
+/// rather than scanning every timer there took a tenth off `twenty_flows`' instructions
+/// (callgrind). A timer's pending wake-up only ever moves earlier or fires, so the
+/// earliest needs a scan only when it fires.
 #[derive(Debug)]
 struct OwnTimers {
     endpoints: Vec<LazyTimer>,
@@ -555,16 +556,14 @@ impl Host {
     }
 
     fn on_own_event(&mut self, token: u64, ctx: &mut Ctx<'_>) {
-        if token == NIC_TOKEN {
-            if self.timers.fired(NIC_TOKEN, ctx.now_ns) {
-                self.serve_all(ctx);
-            }
-            return;
-        }
-        let i = token as usize;
         if !self.timers.fired(token, ctx.now_ns) {
             return;
         }
+        if token == NIC_TOKEN {
+            self.serve_all(ctx);
+            return;
+        }
+        let i = token as usize;
         self.endpoints[i].handle_timeout(ctx.now_ns);
         self.after_change(i, ctx);
     }
