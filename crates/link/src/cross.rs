@@ -45,14 +45,14 @@ impl CrossTraffic {
 /// The arrivals of one source, in picoseconds of the line's clock.
 pub(crate) struct Arrivals {
     pub config: CrossTraffic,
-    started_ps: u128,
-    gap_ps: u128,
-    next_ps: u128,
+    started_ps: u64,
+    gap_ps: u64,
+    next_ps: u64,
 }
 
 impl Arrivals {
-    pub fn new(config: CrossTraffic, now_ps: u128) -> Self {
-        let gap_ps = u128::from(config.packet_bytes) * 8 * PS_PER_S / u128::from(config.rate_bps);
+    pub fn new(config: CrossTraffic, now_ps: u64) -> Self {
+        let gap_ps = u64::from(config.packet_bytes) * 8 * PS_PER_S / config.rate_bps;
         Self {
             config,
             started_ps: now_ps,
@@ -61,15 +61,31 @@ impl Arrivals {
         }
     }
 
-    fn period_ps(&self) -> Option<(u128, u128)> {
+    fn period_ps(&self) -> Option<(u64, u64)> {
         (self.config.off_ns > 0).then(|| {
-            let on = u128::from(self.config.on_ns) * PS_PER_NS;
-            (on, on + u128::from(self.config.off_ns) * PS_PER_NS)
+            let on = self.config.on_ns * PS_PER_NS;
+            (on, on + self.config.off_ns * PS_PER_NS)
         })
     }
 
+    /// The earliest instant the arrivals still count from: the start of the current
+    /// on-off period, or the next arrival if always on.
+    pub fn anchor_ps(&self) -> u64 {
+        match self.period_ps() {
+            Some((_, period)) => self.next_ps - (self.next_ps - self.started_ps) % period,
+            None => self.next_ps,
+        }
+    }
+
+    /// The line's clock moved its origin `shift_ps` later (at most `anchor_ps`): the
+    /// same arrivals, in the new clock.
+    pub fn rebase(&mut self, shift_ps: u64) {
+        self.started_ps = self.anchor_ps() - shift_ps;
+        self.next_ps -= shift_ps;
+    }
+
     /// The next arrival if it comes before `now_ps`, moved out of any off-period.
-    pub fn next_before(&mut self, now_ps: u128) -> Option<u128> {
+    pub fn next_before(&mut self, now_ps: u64) -> Option<u64> {
         if let Some((on, period)) = self.period_ps() {
             let into = (self.next_ps - self.started_ps) % period;
             if into >= on {
@@ -85,7 +101,7 @@ impl Arrivals {
 
     /// Skip to the last arrival before `now_ps` within the current on-period; its time
     /// and how many arrivals were skipped, it included.
-    pub fn skip_to_last_before(&mut self, now_ps: u128) -> (u128, u64) {
+    pub fn skip_to_last_before(&mut self, now_ps: u64) -> (u64, u64) {
         let mut end = now_ps;
         if let Some((on, period)) = self.period_ps() {
             let period_start = self.next_ps - (self.next_ps - self.started_ps) % period;
@@ -94,6 +110,6 @@ impl Arrivals {
         let count = (end - self.next_ps).div_ceil(self.gap_ps).max(1);
         let last = self.next_ps + (count - 1) * self.gap_ps;
         self.next_ps = last + self.gap_ps;
-        (last, count as u64)
+        (last, count)
     }
 }

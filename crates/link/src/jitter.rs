@@ -51,7 +51,7 @@ impl JitterState {
     }
 
     /// One frame's queueing delay over all hops, in picoseconds.
-    pub fn draw_ps(&mut self, jitter: &Jitter) -> u128 {
+    pub fn draw_ps(&mut self, jitter: &Jitter) -> u64 {
         let mean_ps = jitter.mean_ns_per_hop as f64 * 1e3;
         let mut total = 0.0;
         for _ in 0..jitter.hops {
@@ -59,7 +59,7 @@ impl JitterState {
             let u: f64 = 1.0 - self.rng.random::<f64>();
             total -= mean_ps * u.ln();
         }
-        total as u128
+        total as u64
     }
 }
 

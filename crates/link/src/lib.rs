@@ -28,5 +28,5 @@ pub use jitter::Jitter;
 pub use layer::Layer;
 pub use loss::{Cause, GilbertElliott, Invalid, Loss, LossState};
 
-pub(crate) const PS_PER_NS: u128 = 1_000;
-pub(crate) const PS_PER_S: u128 = 1_000_000_000_000;
+pub(crate) const PS_PER_NS: u64 = 1_000;
+pub(crate) const PS_PER_S: u64 = 1_000_000_000_000;

@@ -2,7 +2,9 @@
 //! however the rate and delay change meanwhile, no window carries more than the rate
 //! allows (plus the pacing tolerance), and lateness only ever delays.
 
-use longhaul_link::{Direction, DirectionConfig, Jitter, PACING_TOLERANCE_NS, Shape};
+use longhaul_link::{
+    CrossTraffic, Direction, DirectionConfig, Jitter, Loss, PACING_TOLERANCE_NS, Shape,
+};
 use proptest::prelude::*;
 
 /// A frame arriving `gap_us` after the previous one, of `segments` segments of `bytes`.
@@ -63,14 +65,26 @@ fn run(
     changes: &[Change],
     lateness_ns: &[u64],
 ) -> (Vec<Release>, Direction<u32>, Vec<u64>) {
-    let mut link: Direction<u32> = Direction::new(config.clone(), 7, 0);
+    let link = Direction::new(config.clone(), 7, 0);
+    run_on(link, 0, arrivals, changes, lateness_ns)
+}
+
+/// `run` on `link`, whose clock starts at `start_ns`; the releases' instants are counted
+/// from it.
+fn run_on(
+    mut link: Direction<u32>,
+    start_ns: u64,
+    arrivals: &[Arrival],
+    changes: &[Change],
+    lateness_ns: &[u64],
+) -> (Vec<Release>, Direction<u32>, Vec<u64>) {
     let mut releases = Vec::new();
     let mut arrived_at = Vec::new();
     let mut epoch = 0;
     let mut rates = vec![link.line_rate_bps()];
     let mut next_arrival = 0;
-    let mut t_arrival = 0u64;
-    let mut now = 0u64;
+    let mut t_arrival = start_ns;
+    let mut now = start_ns;
     let mut wake = 0usize;
     loop {
         let arrival_at = arrivals.get(next_arrival).map(|a| t_arrival + a.gap_ns);
@@ -121,7 +135,7 @@ fn run(
                 let before = link.counters().tx_bytes;
                 let Some(id) = link.release(now) else { break };
                 releases.push(Release {
-                    at_ns: now,
+                    at_ns: now - start_ns,
                     wire_bytes: link.counters().tx_bytes - before,
                     epoch,
                     id,
@@ -219,5 +233,41 @@ proptest! {
             let due = (line_free_ps.div_ceil(1000)) as u64 + delay_ns;
             prop_assert!(release.at_ns.abs_diff(due) <= 1, "{} against {}", release.at_ns, due);
         }
+    }
+
+    #[test]
+    fn where_the_clock_starts_and_how_often_it_moves_change_nothing(
+        rate_bps in 10_000_000u64..10_000_000_000,
+        delay_ns in 0u64..50_000_000,
+        arrivals in arrivals(),
+        changes in changes(),
+        lateness_ns in prop::collection::vec(
+            prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 1 => 0u64..30_000_000], 1..40),
+        jitter in prop::option::of((1u32..8, 1_000u64..500_000)),
+        cross in prop::option::of((1_000_000u64..5_000_000, 0u64..3_000_000, 0u64..3_000_000)),
+        random_loss in prop_oneof![Just(0.0), 0.0..0.05],
+        rebase_after_ns in 1u64..20_000_000,
+    ) {
+        // A line that has run for 300 days (past what a u64 of picoseconds counts from
+        // boot) and moves its clock's origin every few milliseconds gives what a line
+        // started at 0 that never moves it does, to the nanosecond and the frame.
+        let mut config = DirectionConfig::new(rate_bps, delay_ns);
+        config.jitter = jitter.map(|(hops, mean_ns_per_hop)| Jitter { hops, mean_ns_per_hop });
+        config.cross = cross.map(|(rate_bps, on_ns, off_ns)| CrossTraffic {
+            rate_bps,
+            packet_bytes: 1_500,
+            on_ns: on_ns.max(1),
+            off_ns,
+        });
+        config.loss = Loss::random(random_loss);
+        let start_ns = 300 * 86_400 * 1_000_000_000;
+        let (reference, at_zero, _) = run(&config, &arrivals, &changes, &lateness_ns);
+        let moving = Direction::new(config.clone(), 7, start_ns).with_rebase_after_ns(rebase_after_ns);
+        let (moved, later, _) = run_on(moving, start_ns, &arrivals, &changes, &lateness_ns);
+        prop_assert_eq!(reference.len(), moved.len());
+        for (r, m) in reference.iter().zip(&moved) {
+            prop_assert_eq!((r.at_ns, r.wire_bytes, r.epoch, r.id), (m.at_ns, m.wire_bytes, m.epoch, m.id));
+        }
+        prop_assert_eq!(at_zero.counters(), later.counters());
     }
 }
