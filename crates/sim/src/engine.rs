@@ -40,7 +40,7 @@ pub struct Ctx<'a> {
     pub run_end_ns: u64,
     me: NodeId,
     queue: &'a mut EventQueue,
-    outbox: &'a mut Vec<Sent>,
+    outbox: &'a mut Outbox,
 }
 
 impl Ctx<'_> {
@@ -60,7 +60,7 @@ impl Ctx<'_> {
 
     /// Hand `pkt` to node `to`, arriving at `arrive_ns` (>= now).
     pub fn send(&mut self, to: NodeId, pkt: Packet, arrive_ns: u64) {
-        self.outbox.push((to, pkt, arrive_ns.max(self.now_ns)));
+        self.outbox.send(to, pkt, arrive_ns.max(self.now_ns));
     }
 
     /// This node's context as if its clock read `at_ns` (>= now): for a node that takes
@@ -75,6 +75,30 @@ impl Ctx<'_> {
             queue: self.queue,
             outbox: self.outbox,
         }
+    }
+}
+
+/// What a part's handlers sent: for its own nodes, delivered in the order sent once the
+/// handler returns; for the other part's, handed over in that order at the window's
+/// end. Sorted as they are sent, so a packet for the other part is copied once into
+/// `foreign` and not first into `local` (two threads' outboxes took 7 % of each
+/// thread's time).
+#[derive(Default)]
+struct Outbox {
+    local: Vec<Sent>,
+    foreign: Vec<Sent>,
+    /// Whether each node (by id) is this part's.
+    ours: Vec<bool>,
+}
+
+impl Outbox {
+    fn send(&mut self, to: NodeId, pkt: Packet, arrive_ns: u64) {
+        let queue = if self.ours[to] {
+            &mut self.local
+        } else {
+            &mut self.foreign
+        };
+        queue.push((to, pkt, arrive_ns));
     }
 }
 
@@ -94,9 +118,7 @@ struct Part {
     queue: EventQueue,
     /// Indexed by node id; `None` for the other part's nodes.
     nodes: Vec<Option<Box<dyn Node>>>,
-    outbox: Vec<Sent>,
-    /// Packets for the other part's nodes, handed over when both reach the window's end.
-    foreign: Vec<Sent>,
+    outbox: Outbox,
     events_processed: u64,
 }
 
@@ -142,33 +164,38 @@ impl Part {
         self.now_ns = self.now_ns.max(end_ns);
     }
 
-    /// Deliver what handlers sent, in order, including what the receivers send in turn;
-    /// what is for the other part waits in `foreign`.
+    /// Deliver what handlers sent this part's nodes, in order, including what the
+    /// receivers send in turn.
     fn deliver_outbox(&mut self) {
         let mut next = 0;
-        while next < self.outbox.len() {
-            let (to, pkt, arrive_ns) = self.outbox[next];
+        while next < self.outbox.local.len() {
+            let (to, pkt, arrive_ns) = self.outbox.local[next];
             next += 1;
-            let Some(node) = self.nodes[to].as_mut() else {
-                self.foreign.push((to, pkt, arrive_ns));
-                continue;
-            };
-            let mut ctx = Ctx {
-                now_ns: self.now_ns,
-                run_end_ns: self.run_end_ns,
-                me: to,
-                queue: &mut self.queue,
-                outbox: &mut self.outbox,
-            };
-            node.on_packet(pkt, arrive_ns, &mut ctx);
+            self.deliver(to, pkt, arrive_ns);
         }
-        self.outbox.clear();
+        self.outbox.local.clear();
+    }
+
+    /// `pkt` reaches this part's node `to` at `arrive_ns`.
+    #[inline]
+    fn deliver(&mut self, to: NodeId, pkt: Packet, arrive_ns: u64) {
+        let node = self.nodes[to]
+            .as_mut()
+            .expect("the outbox sorts packets by part");
+        let mut ctx = Ctx {
+            now_ns: self.now_ns,
+            run_end_ns: self.run_end_ns,
+            me: to,
+            queue: &mut self.queue,
+            outbox: &mut self.outbox,
+        };
+        node.on_packet(pkt, arrive_ns, &mut ctx);
     }
 
     /// Take the other part's packets for this part's nodes, sent before `now_ns`.
     fn receive(&mut self, packets: &[Sent]) {
         for &(to, pkt, arrive_ns) in packets {
-            self.outbox.push((to, pkt, arrive_ns));
+            self.deliver(to, pkt, arrive_ns);
             self.deliver_outbox();
         }
     }
@@ -330,8 +357,8 @@ fn drive(part: &mut Part, me: usize, plan: &Windows, meeting: &Meeting) -> u64 {
         }
         let stop_ns = plan.end_ns.min(at_ns.saturating_add(window_ns));
         part.run_until(stop_ns);
-        let sent = part.foreign.len() as u64;
-        meeting.post(other, round, &mut part.foreign);
+        let sent = part.outbox.foreign.len() as u64;
+        meeting.post(other, round, &mut part.outbox.foreign);
         meeting.wait(round);
         window_ns = plan.next(window_ns, sent + meeting.count(me, round));
         at_ns = stop_ns;
@@ -341,7 +368,10 @@ fn drive(part: &mut Part, me: usize, plan: &Windows, meeting: &Meeting) -> u64 {
         // What the other part sent in the last window; a node that takes packets from
         // the other part (a link) sends nothing at once, so nothing goes back.
         meeting.deliver(part, me, round - 1);
-        debug_assert!(part.foreign.is_empty(), "a reply across parts in no time");
+        debug_assert!(
+            part.outbox.foreign.is_empty(),
+            "a reply across parts in no time"
+        );
     }
     window_ns
 }
@@ -387,8 +417,10 @@ impl Sim {
     pub fn add(&mut self, node: Box<dyn Node>) -> NodeId {
         for part in &mut self.parts[1..] {
             part.nodes.push(None);
+            part.outbox.ours.push(false);
         }
         self.parts[0].nodes.push(Some(node));
+        self.parts[0].outbox.ours.push(true);
         self.owner.push(0);
         self.owner.len() - 1
     }
@@ -409,8 +441,11 @@ impl Sim {
             nodes: (0..self.owner.len()).map(|_| None).collect(),
             ..Part::default()
         };
+        part.outbox.ours = vec![false; self.owner.len()];
         for &id in second {
             part.nodes[id] = self.parts[0].nodes[id].take();
+            part.outbox.ours[id] = true;
+            self.parts[0].outbox.ours[id] = false;
             self.owner[id] = 1;
         }
         self.parts.truncate(1);
