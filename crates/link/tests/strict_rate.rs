@@ -57,6 +57,24 @@ fn changes() -> impl Strategy<Value = Vec<Change>> {
     )
 }
 
+/// How late the releaser wakes, release by release (cycled): mostly on time or a little
+/// late, now and then by tens of milliseconds.
+fn wake_lateness() -> impl Strategy<Value = Vec<u64>> {
+    prop::collection::vec(
+        prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 1 => 0u64..30_000_000],
+        1..40,
+    )
+}
+
+fn jitter() -> impl Strategy<Value = Option<Jitter>> {
+    prop::option::of((1u32..8, 1_000u64..500_000)).prop_map(|j| {
+        j.map(|(hops, mean_ns_per_hop)| Jitter {
+            hops,
+            mean_ns_per_hop,
+        })
+    })
+}
+
 /// Run the link as an emulator would, waking `lateness[k]` late for its k-th release
 /// (cyclically); every release, with the rate epoch it fell in.
 fn run(
@@ -179,12 +197,11 @@ proptest! {
         delay_ns in 0u64..50_000_000,
         arrivals in arrivals(),
         changes in changes(),
-        lateness_ns in prop::collection::vec(
-            prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 1 => 0u64..30_000_000], 1..40),
-        jitter in prop::option::of((1u32..8, 1_000u64..500_000)),
+        lateness_ns in wake_lateness(),
+        jitter in jitter(),
     ) {
         let mut config = DirectionConfig::new(rate_bps, delay_ns);
-        config.jitter = jitter.map(|(hops, mean_ns_per_hop)| Jitter { hops, mean_ns_per_hop });
+        config.jitter = jitter;
         let (releases, link, rates) = run(&config, &arrivals, &changes, &lateness_ns);
         check_rate(&releases, &rates)?;
         // Every segment offered was delivered, dropped or lost; nothing is left.
@@ -241,9 +258,8 @@ proptest! {
         delay_ns in 0u64..50_000_000,
         arrivals in arrivals(),
         changes in changes(),
-        lateness_ns in prop::collection::vec(
-            prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 1 => 0u64..30_000_000], 1..40),
-        jitter in prop::option::of((1u32..8, 1_000u64..500_000)),
+        lateness_ns in wake_lateness(),
+        jitter in jitter(),
         cross in prop::option::of((1_000_000u64..5_000_000, 0u64..3_000_000, 0u64..3_000_000)),
         random_loss in prop_oneof![Just(0.0), 0.0..0.05],
         rebase_after_ns in 1u64..20_000_000,
@@ -252,7 +268,7 @@ proptest! {
         // boot) and moves its clock's origin every few milliseconds gives what a line
         // started at 0 that never moves it does, to the nanosecond and the frame.
         let mut config = DirectionConfig::new(rate_bps, delay_ns);
-        config.jitter = jitter.map(|(hops, mean_ns_per_hop)| Jitter { hops, mean_ns_per_hop });
+        config.jitter = jitter;
         config.cross = cross.map(|(rate_bps, on_ns, off_ns)| CrossTraffic {
             rate_bps,
             packet_bytes: 1_500,
