@@ -9,10 +9,17 @@
 //! the start. Faulting pages in as they are first used cost this machine 0.7 s a gigabyte,
 //! single pages up to 0.7 ms, in the middle of a transfer: a long, fast circuit's first
 //! slow start was late by hundreds of milliseconds.
+//!
+//! For the same reason a larger ring, when a change lets the link hold more, is mapped and
+//! faulted in on a thread of its own while the engine goes on with the old one: on the
+//! engine's thread, growing a 1,400-mile circuit's rings for a delay of 40 ms stopped the
+//! line for 0.85 s, for 160 ms 3.1 s, and longer where the kernel had to compact memory
+//! for the huge pages.
 
 use std::collections::VecDeque;
 use std::io;
 use std::ptr::NonNull;
+use std::thread::JoinHandle;
 
 /// A frame held in an arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,9 +183,16 @@ impl Drop for Ring {
 }
 
 /// The frames one direction holds. A change that lets the link hold more than the ring
-/// can starts a larger ring; the old one goes when its last frame has left.
+/// can starts a larger ring, mapped off the caller's thread; frames go on into the old
+/// one until the larger is ready, and the old one goes when its last frame has left.
 pub struct Arena {
     rings: VecDeque<Ring>,
+    /// The larger ring being mapped and faulted in on a thread of its own, if one is.
+    growing: Option<JoinHandle<io::Result<Ring>>>,
+    /// The capacity asked for last: grown to once the ring being mapped is in.
+    wanted_bytes: usize,
+    /// Larger rings that could not be mapped (no address space or memory).
+    pub failed_grows: u64,
     /// Frames that found no room (the ring was full): counted, not held.
     pub refused_frames: u64,
 }
@@ -186,8 +200,12 @@ pub struct Arena {
 impl Arena {
     /// An arena holding up to `bound_bytes` of frames (rounded up to whole pages).
     pub fn new(bound_bytes: usize) -> io::Result<Arena> {
+        let capacity = Self::round(bound_bytes);
         Ok(Arena {
-            rings: VecDeque::from([Ring::map(0, Self::round(bound_bytes))?]),
+            rings: VecDeque::from([Ring::map(0, capacity)?]),
+            growing: None,
+            wanted_bytes: capacity,
+            failed_grows: 0,
             refused_frames: 0,
         })
     }
@@ -213,21 +231,67 @@ impl Arena {
         self.rings.back().expect("an arena has a ring")
     }
 
-    /// Make sure frames to come have room for `bound_bytes`.
-    pub fn grow_to(&mut self, bound_bytes: usize) -> io::Result<()> {
-        let wanted = Self::round(bound_bytes);
-        if wanted <= self.capacity() {
-            return Ok(());
+    /// Give frames to come room for `bound_bytes`, as soon as a ring that large is mapped
+    /// (on a thread of its own); until then they go into the current ring.
+    pub fn grow_to(&mut self, bound_bytes: usize) {
+        self.wanted_bytes = self.wanted_bytes.max(Self::round(bound_bytes));
+        self.take_grown_ring();
+    }
+
+    /// Whether a larger ring is being mapped.
+    pub fn is_growing(&self) -> bool {
+        self.growing.is_some()
+    }
+
+    /// Take in the larger ring if it is ready, and start mapping one if a larger one is
+    /// wanted and none is under way.
+    fn take_grown_ring(&mut self) {
+        if let Some(growing) = self.growing.take_if(|g| g.is_finished()) {
+            if let Ok(Ok(ring)) = growing.join() {
+                self.rings.push_back(ring);
+                self.drop_empty_rings();
+            } else {
+                self.give_up_growing();
+            }
         }
-        let generation = self.newest().generation + 1;
-        self.rings.push_back(Ring::map(generation, wanted)?);
-        self.drop_empty_rings();
-        Ok(())
+        if self.growing.is_none() && self.wanted_bytes > self.capacity() {
+            let (generation, capacity) = (self.newest().generation + 1, self.wanted_bytes);
+            let mapping = std::thread::Builder::new()
+                .name("arena-grow".into())
+                .spawn(move || {
+                    run_as_an_ordinary_thread();
+                    Ring::map(generation, capacity)
+                });
+            if let Ok(mapping) = mapping {
+                self.growing = Some(mapping);
+            } else {
+                self.give_up_growing();
+            }
+        }
+    }
+
+    /// No larger ring could be mapped (no memory or address space): frames that find the
+    /// current one full are refused, and the next change that asks for more tries again.
+    fn give_up_growing(&mut self) {
+        self.failed_grows += 1;
+        self.wanted_bytes = self.capacity();
+    }
+
+    /// Wait for the larger ring being mapped, if one is, and take it in.
+    #[cfg(test)]
+    fn finish_growing(&mut self) {
+        while self.growing.is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            self.take_grown_ring();
+        }
     }
 
     /// Room for up to `len` bytes to read a frame into, or None if the arena is full.
     /// `keep` it with its real length, or leave it (nothing is held).
     pub fn room(&mut self, len: usize) -> Option<(usize, &mut [u8])> {
+        if self.growing.is_some() {
+            self.take_grown_ring();
+        }
         let ring = self.rings.back_mut().expect("an arena has a ring");
         let offset = ring.place(len)?;
         Some((offset, ring.slice(offset, len)))
@@ -322,6 +386,25 @@ impl Arena {
     }
 }
 
+/// Leave the engine's real-time priority and its CPU (which a thread inherits from the
+/// one that starts it) for the ordinary scheduler on any CPU: faulting a ring in takes a
+/// core for up to seconds, and the engine must not wait behind it.
+fn run_as_an_ordinary_thread() {
+    // SAFETY: sched_param and cpu_set_t are plain old data; CPU_SET writes within the set;
+    // the calls read the structs given, for the calling thread. A failure leaves the
+    // thread as it was, which only makes it slower to get the CPU.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &raw const param);
+        let online = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize;
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..online.min(libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,12 +489,35 @@ mod tests {
     fn a_larger_ring_takes_over_and_the_old_one_goes_when_empty() {
         let mut arena = Arena::new(4096).unwrap();
         let a = frame(&mut arena, 3000, 1).unwrap();
-        arena.grow_to(4096 * 8).unwrap();
+        arena.grow_to(4096 * 8);
+        arena.finish_growing();
         let b = frame(&mut arena, 20_000, 2).unwrap();
         assert!(arena.bytes(a).iter().all(|&x| x == 1));
         assert_eq!(arena.rings.len(), 2);
         arena.release(a);
         assert_eq!(arena.rings.len(), 1);
+        assert!(arena.bytes(b).iter().all(|&x| x == 2));
+    }
+
+    #[test]
+    fn growing_twice_ends_at_the_larger_size_and_frames_go_on_meanwhile() {
+        let mut arena = Arena::new(4096).unwrap();
+        arena.grow_to(4096 * 64);
+        // Whether or not the larger ring is ready yet, frames still find room.
+        let a = frame(&mut arena, 3000, 1).unwrap();
+        arena.grow_to(4096 * 256);
+        arena.grow_to(4096 * 8); // smaller than asked already: nothing more
+        arena.finish_growing();
+        assert_eq!(arena.capacity(), 4096 * 256);
+        assert_eq!(arena.failed_grows, 0);
+        assert!(arena.bytes(a).iter().all(|&x| x == 1));
+        let b = frame(&mut arena, 500_000, 2).unwrap();
+        arena.release(a);
+        assert_eq!(
+            arena.rings.len(),
+            1,
+            "the rings before the largest are gone"
+        );
         assert!(arena.bytes(b).iter().all(|&x| x == 2));
     }
 }

@@ -271,9 +271,10 @@ impl Core {
 
     /// Change direction `index` from `now_ns` on.
     pub fn reconfigure(&mut self, index: usize, now_ns: u64, config: DirectionConfig) {
-        // Mapping a larger ring fails only without address space; frames that then find
-        // the old one full are counted as `arena_full_frames`.
-        let _ = self.arenas[index].grow_to(Self::arena_bytes(&config));
+        // The larger ring is mapped off this thread; frames that find the old one full
+        // meanwhile (or for good, if no larger one could be mapped) are counted as
+        // `arena_full_frames`.
+        self.arenas[index].grow_to(Self::arena_bytes(&config));
         self.link[index].reconfigure(now_ns, config);
     }
 
@@ -605,6 +606,8 @@ impl Core {
             "rss_bytes": health::rss_bytes(),
             "arena_bytes": [self.arenas[0].mapped_bytes(), self.arenas[1].mapped_bytes()],
             "held_frames": [self.arenas[0].held_frames(), self.arenas[1].held_frames()],
+            "arena_growing": [self.arenas[0].is_growing(), self.arenas[1].is_growing()],
+            "arena_failed_grows": [self.arenas[0].failed_grows, self.arenas[1].failed_grows],
         })
     }
 
