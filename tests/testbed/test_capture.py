@@ -80,7 +80,7 @@ def test_a_stopped_emulator_delivers_no_burst(testbed, tmp_path):
     finally:
         dump.send_signal(signal.SIGINT)
         dump.wait(timeout=10)
-    assert result.goodput_bps > 0.5 * RATE_BPS, "the flow ran"
+    assert result.goodput_bps > 0.5 * RATE_BPS, ("the flow ran", result)
     found = packets(capture)
     assert len(found) > 1000
     largest = max(length for _, length in found)
