@@ -13,8 +13,8 @@
 //! For the same reason a larger ring, when a change lets the link hold more, is mapped and
 //! faulted in on a thread of its own while the engine goes on with the old one: on the
 //! engine's thread, growing a 1,400-mile circuit's rings for a delay of 40 ms stopped the
-//! line for 0.85 s, for 160 ms 3.1 s, and longer where the kernel had to compact memory
-//! for the huge pages.
+//! line for 0.85 s, for 160 ms 3.1 s (on an idle two-core machine; under load, long
+//! enough to lose every ping for a second).
 
 use std::collections::VecDeque;
 use std::io;
@@ -388,21 +388,11 @@ impl Arena {
 
 /// Leave the engine's real-time priority and its CPU (which a thread inherits from the
 /// one that starts it) for the ordinary scheduler on any CPU: faulting a ring in takes a
-/// core for up to seconds, and the engine must not wait behind it.
+/// core for up to seconds, and the engine must not wait behind it. A failure leaves the
+/// thread as it was, which only makes it slower to get the CPU.
 fn run_as_an_ordinary_thread() {
-    // SAFETY: sched_param and cpu_set_t are plain old data; CPU_SET writes within the set;
-    // the calls read the structs given, for the calling thread. A failure leaves the
-    // thread as it was, which only makes it slower to get the CPU.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_OTHER, &raw const param);
-        let online = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize;
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in 0..online.min(libc::CPU_SETSIZE as usize) {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set);
-    }
+    let _ = crate::sched::set_policy(libc::SCHED_OTHER, 0);
+    let _ = crate::sched::set_cpus(0..crate::sched::online_cpus());
 }
 
 #[cfg(test)]

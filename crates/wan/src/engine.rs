@@ -774,15 +774,7 @@ impl<D: Device> Engine<D> {
 /// The kernel keeps 5 % of each second for other tasks (`sched_rt_runtime_us`), so it
 /// cannot lock the machine up.
 pub fn run_in_real_time(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: sched_setscheduler reads the param struct, which lives across the call;
-    // pid 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &raw const param) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sched::set_policy(libc::SCHED_FIFO, priority)
 }
 
 /// Ask the kernel to keep idle CPUs out of deep sleep while the returned file is open

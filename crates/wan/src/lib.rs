@@ -2,7 +2,7 @@
 //!
 //! The link itself is `longhaul_link`, the model the simulator uses too. Around it:
 //! `packet` reads what a frame stands for on the wire and cuts super-packets; `arena`
-//! holds frames while the link does; `engine` moves them between a `Device`'s two ends and
+//! holds frames while the link does; `sched` sets where and how a thread runs; `engine` moves them between a `Device`'s two ends and
 //! keeps the record `health` answers from; `tun` is the device on real TUN devices and
 //! `control` the socket that reconfigures and questions a running emulator. `traffic` is the testbed's real UDP
 //! cross-traffic, a paced sender and a counting sink: its schedule and its counting are
@@ -18,6 +18,7 @@ pub mod encryptor;
 pub mod engine;
 pub mod health;
 pub mod packet;
+pub mod sched;
 pub mod steer;
 pub mod traffic;
 pub mod tun;

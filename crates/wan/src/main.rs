@@ -486,8 +486,7 @@ fn run(args: &RunArgs) -> Result<(), (u8, String)> {
 
 /// Run this thread on the CPU `choice` names (see `RunArgs::cpu`).
 fn pin_to_cpu(choice: &str) -> Result<(), String> {
-    // SAFETY: sysconf reads a constant.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let online = longhaul_wan::sched::online_cpus();
     let cpu = match choice {
         "any" => return Ok(()),
         "auto" if online < 2 => return Ok(()),
@@ -498,16 +497,7 @@ fn pin_to_cpu(choice: &str) -> Result<(), String> {
             .filter(|n| *n < online)
             .ok_or_else(|| format!("give auto, any or a CPU number below {online}"))?,
     };
-    // SAFETY: cpu_set_t is plain old data; CPU_SET writes within it; sched_setaffinity
-    // reads it for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) != 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-    }
-    Ok(())
+    longhaul_wan::sched::set_cpus([cpu]).map_err(|e| e.to_string())
 }
 
 /// A flag that SIGTERM and SIGINT set.

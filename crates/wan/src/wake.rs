@@ -53,8 +53,7 @@ impl Spinners {
     ) -> Self {
         use std::sync::atomic::{AtomicBool, Ordering};
         let wanted = std::sync::Arc::new(AtomicBool::new(spinning));
-        // SAFETY: sysconf reads a constant.
-        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+        let online = crate::sched::online_cpus();
         let mut threads = Vec::new();
         for cpu in 0..online {
             let stop = std::sync::Arc::clone(stop);
@@ -201,15 +200,8 @@ impl Drop for BusyMark {
 
 /// Pin the calling thread to `cpu` at `SCHED_IDLE`; a failure leaves it where it was.
 fn run_idle_on(cpu: usize) {
-    // SAFETY: cpu_set_t is plain old data; CPU_SET writes within it; the calls read the
-    // structs given, for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set);
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param);
-    }
+    let _ = crate::sched::set_cpus([cpu]);
+    let _ = crate::sched::set_policy(libc::SCHED_IDLE, 0);
 }
 
 /// Sleeps are grouped by length: bucket k holds those of 2^k to 2^(k+1) us.
