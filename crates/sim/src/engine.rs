@@ -125,15 +125,8 @@ struct Part {
 impl Part {
     fn start(&mut self) {
         for id in 0..self.nodes.len() {
-            let Some(node) = self.nodes[id].as_mut() else {
+            let Some((node, mut ctx)) = self.node_with_ctx(id) else {
                 continue;
-            };
-            let mut ctx = Ctx {
-                now_ns: self.now_ns,
-                run_end_ns: self.run_end_ns,
-                me: id,
-                queue: &mut self.queue,
-                outbox: &mut self.outbox,
             };
             node.start(&mut ctx);
             self.deliver_outbox();
@@ -148,16 +141,9 @@ impl Part {
             let event = self.queue.pop().expect("peeked");
             self.now_ns = event.at_ns;
             self.events_processed += 1;
-            let node = self.nodes[event.target]
-                .as_mut()
+            let (node, mut ctx) = self
+                .node_with_ctx(event.target)
                 .expect("events go to the part's own nodes");
-            let mut ctx = Ctx {
-                now_ns: self.now_ns,
-                run_end_ns: self.run_end_ns,
-                me: event.target,
-                queue: &mut self.queue,
-                outbox: &mut self.outbox,
-            };
             node.on_timer(event.token, &mut ctx);
             self.deliver_outbox();
         }
@@ -179,17 +165,25 @@ impl Part {
     /// `pkt` reaches this part's node `to` at `arrive_ns`.
     #[inline]
     fn deliver(&mut self, to: NodeId, pkt: Packet, arrive_ns: u64) {
-        let node = self.nodes[to]
-            .as_mut()
+        let (node, mut ctx) = self
+            .node_with_ctx(to)
             .expect("the outbox sorts packets by part");
-        let mut ctx = Ctx {
+        node.on_packet(pkt, arrive_ns, &mut ctx);
+    }
+
+    /// This part's node `id` (None if it is the other part's) and its context at the
+    /// part's clock.
+    #[inline]
+    fn node_with_ctx(&mut self, id: NodeId) -> Option<(&mut dyn Node, Ctx<'_>)> {
+        let node = self.nodes[id].as_deref_mut()?;
+        let ctx = Ctx {
             now_ns: self.now_ns,
             run_end_ns: self.run_end_ns,
-            me: to,
+            me: id,
             queue: &mut self.queue,
             outbox: &mut self.outbox,
         };
-        node.on_packet(pkt, arrive_ns, &mut ctx);
+        Some((node, ctx))
     }
 
     /// Take the other part's packets for this part's nodes, sent before `now_ns`.
