@@ -257,13 +257,9 @@ impl Arena {
         }
         if self.growing.is_none() && self.wanted_bytes > self.capacity() {
             let (generation, capacity) = (self.newest().generation + 1, self.wanted_bytes);
-            let mapping = std::thread::Builder::new()
-                .name("arena-grow".into())
-                .spawn(move || {
-                    run_as_an_ordinary_thread();
-                    Ring::map(generation, capacity)
-                });
-            if let Ok(mapping) = mapping {
+            if let Ok(mapping) =
+                spawn_off_the_engine("arena-grow", move || Ring::map(generation, capacity))
+            {
                 self.growing = Some(mapping);
             } else {
                 self.give_up_growing();
@@ -396,21 +392,25 @@ impl Arena {
 /// real-time priority and CPU, so it runs only when the engine waits, and then leaves
 /// both. If no thread can be started the ring is unmapped here.
 fn unmap_off_this_thread(ring: Ring) {
-    let _ = std::thread::Builder::new()
-        .name("arena-unmap".into())
-        .spawn(move || {
-            run_as_an_ordinary_thread();
-            drop(ring);
-        });
+    let _ = spawn_off_the_engine("arena-unmap", move || drop(ring));
 }
 
-/// Leave the engine's real-time priority and its CPU (which a thread inherits from the
-/// one that starts it) for the ordinary scheduler on any CPU: faulting a ring in takes a
-/// core for up to seconds, and the engine must not wait behind it. A failure leaves the
-/// thread as it was, which only makes it slower to get the CPU.
-fn run_as_an_ordinary_thread() {
-    let _ = crate::sched::set_policy(libc::SCHED_OTHER, 0);
-    let _ = crate::sched::set_cpus(0..crate::sched::online_cpus());
+/// Run `work` on a new thread named `name` that first leaves the engine's real-time
+/// priority and its CPU (which a thread inherits from the one that starts it) for the
+/// ordinary scheduler on any CPU: faulting a ring in takes a core for up to seconds, and
+/// the engine must not wait behind it. A failure to move leaves the thread as it was,
+/// which only makes it slower to get the CPU.
+fn spawn_off_the_engine<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<JoinHandle<T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = crate::sched::set_policy(libc::SCHED_OTHER, 0);
+            let _ = crate::sched::set_cpus(0..crate::sched::online_cpus());
+            work()
+        })
 }
 
 #[cfg(test)]
