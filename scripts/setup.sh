@@ -24,7 +24,7 @@ fi
 # Rust: the toolchain must know edition 2024; clippy and rustfmt are checked by `make test`.
 command -v cargo >/dev/null 2>&1 || die "cargo is missing; install Rust with rustup (https://rustup.rs)"
 rustc_minor=$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')
-[ "${rustc_minor:-0}" -ge 85 ] || die "Rust $(rustc --version) is too old; longhaul needs 1.85 or later (rustup update stable)"
+[ "${rustc_minor:-0}" -ge 88 ] || die "Rust $(rustc --version) is too old; longhaul needs 1.88 or later (rustup update stable)"
 for component in clippy rustfmt; do
     if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
         command -v rustup >/dev/null 2>&1 || die "cargo $component is missing and rustup is not there to add it"

@@ -263,7 +263,7 @@ impl Sender {
         } else {
             return None;
         }
-        if self.packets % 16 == 0 {
+        if self.packets.is_multiple_of(16) {
             self.sent_log.push_back((self.packets, now_ns));
         }
         self.packets += 1;

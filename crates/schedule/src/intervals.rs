@@ -118,7 +118,7 @@ pub fn normalize(mut pairs: Vec<(i64, i64)>) -> Vec<i64> {
 
 /// Whether `a` is in normal form: an even number of strictly increasing boundaries.
 pub fn is_normal(a: &[i64]) -> bool {
-    a.len() % 2 == 0 && a.windows(2).all(|w| w[0] < w[1])
+    a.len().is_multiple_of(2) && a.windows(2).all(|w| w[0] < w[1])
 }
 
 pub(crate) fn push_merging(out: &mut Vec<i64>, lo: i64, hi: i64) {

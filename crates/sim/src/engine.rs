@@ -272,7 +272,7 @@ impl Meeting {
             self.check();
             std::hint::spin_loop();
             spins += 1;
-            if spins % YIELD_EVERY == 0 {
+            if spins.is_multiple_of(YIELD_EVERY) {
                 // The other part may be waiting for this core.
                 std::thread::yield_now();
                 if since.elapsed() > SPIN_FOR {

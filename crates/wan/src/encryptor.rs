@@ -574,7 +574,7 @@ mod hex_bytes {
 /// Bytes from hex (whitespace around them ignored).
 pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err("hex needs an even number of digits".into());
     }
     (0..text.len())

@@ -64,7 +64,7 @@ impl FileSource {
         chunk_bytes: u32,
     ) -> io::Result<(Self, FileOffer)> {
         assert!(
-            chunk_bytes > 0 && chunk_bytes % block_bytes == 0,
+            chunk_bytes > 0 && chunk_bytes.is_multiple_of(block_bytes),
             "chunks hold whole blocks"
         );
         let file = File::open(path)?;

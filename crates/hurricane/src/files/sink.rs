@@ -102,7 +102,7 @@ impl FileSink {
         options: &SinkOptions,
     ) -> Result<(Self, RangeSet), String> {
         let dest = destination(dir, &offer.name)?;
-        if offer.chunk_bytes == 0 || offer.chunk_bytes % block_bytes != 0 {
+        if offer.chunk_bytes == 0 || !offer.chunk_bytes.is_multiple_of(block_bytes) {
             return Err("chunks must hold whole blocks".into());
         }
         if offer.chunk_digests.len() as u64 != total_bytes.div_ceil(u64::from(offer.chunk_bytes)) {
