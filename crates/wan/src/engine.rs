@@ -131,6 +131,10 @@ pub struct EngineCounters {
     pub write_us: [[u64; 12]; 2],
     pub longest_wait_overshoot_ns: u64,
     pub sleeps: u64,
+    /// Of the sleeps, those through a wait too short to stop a margin before its end,
+    /// taken because the engine had been awake too much (`MAX_AWAKE_SHARE`): each wakes
+    /// after the frame was due.
+    pub sleeps_over_budget: u64,
     pub polls: u64,
     /// Lateness of each direction's releases, by what the engine did just before: where
     /// it comes from.
@@ -141,6 +145,8 @@ pub struct EngineCounters {
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct LateAfter {
     pub sleep_ns: u64,
+    /// After a sleep the awake budget forced through a short wait (`sleeps_over_budget`).
+    pub sleep_over_budget_ns: u64,
     pub poll_ns: u64,
     pub read_ns: [u64; 2],
     pub write_ns: [u64; 2],
@@ -151,6 +157,7 @@ pub struct LateAfter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Sleep,
+    SleepOverBudget,
     Poll,
     Read(Side),
     Write(usize),
@@ -435,6 +442,7 @@ impl Core {
         let blame = &mut self.counters.late_after[direction];
         match self.last_step {
             Step::Sleep => blame.sleep_ns += late,
+            Step::SleepOverBudget => blame.sleep_over_budget_ns += late,
             Step::Poll => blame.poll_ns += late,
             Step::Read(side) => blame.read_ns[side] += late,
             Step::Write(d) => blame.write_ns[d] += late,
@@ -749,10 +757,16 @@ impl<D: Device> Engine<D> {
             return self.device.wait(due, false);
         }
         c.sleeps += 1;
-        self.core.last_step = Step::Sleep;
         // Awake too much: sleep even a short wait (coming late rather than being stopped
         // for the rest of the second by the kernel).
-        let sleep = if short { gap } else { gap - margin };
+        let sleep = if short {
+            c.sleeps_over_budget += 1;
+            self.core.last_step = Step::SleepOverBudget;
+            gap
+        } else {
+            self.core.last_step = Step::Sleep;
+            gap - margin
+        };
         let wake_at = now + sleep;
         let ready = self.device.wait(wake_at, true)?;
         let woke = self.device.now_ns();

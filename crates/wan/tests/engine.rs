@@ -469,6 +469,31 @@ fn an_engine_behind_on_its_writes_still_reads_its_devices_every_millisecond() {
     );
 }
 
+#[test]
+fn the_lateness_of_the_sleeps_the_awake_budget_forces_is_counted_apart() {
+    // Frames come every 12 us, too close together to sleep a margin short of the next
+    // release: the engine polls through the gaps until it has been awake too much, then
+    // sleeps some of them through (each waking 15 us late), and the lateness that costs
+    // is told apart from that of ordinary sleeps and polls.
+    let mut device = FakeDevice::new(120 * MS);
+    device.oversleep_ns = vec![15_000];
+    let frame = plain(1500);
+    let mut t = 0;
+    while t < 100 * MS {
+        device.inbox[0].push_back((t, frame.clone()));
+        t += 12_000;
+    }
+    let mut engine = engine(DirectionConfig::new(1_000_000_000, 5 * MS), device);
+    engine.run().unwrap();
+    let counters = &engine.core.counters;
+    assert!(counters.sleeps_over_budget > 0, "{counters:?}");
+    let blame = &counters.late_after[0];
+    assert!(
+        blame.sleep_over_budget_ns > blame.sleep_ns + blame.poll_ns,
+        "{blame:?}"
+    );
+}
+
 /// A plain IPv4 packet of `ip_bytes` whose bytes say which it is.
 fn numbered(k: u32, ip_bytes: usize) -> Vec<u8> {
     let mut frame = plain(ip_bytes);
