@@ -118,6 +118,9 @@ class FlakyDriver:
     def status(self, circuit: Circuit) -> CircuitStatus:
         return self.inner.status(circuit)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 @pytest.fixture
 def driver(service):

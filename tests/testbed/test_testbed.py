@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from longhaul.testbed import crosstraffic, emulator, watch
+from longhaul.testbed import crosstraffic, emulator, host, state, watch
 from longhaul.testbed import netns as netns_module
-from longhaul.testbed.testbed import hosts_cpus
+from longhaul.testbed.testbed import Testbed, hosts_cpus
 from longhaul.topology.circuits import loop_spec
 
 from .support import PREFIX, ping, settled_ping
@@ -228,6 +228,32 @@ def test_delay_changes_at_runtime_without_losing_what_is_in_flight(testbed):
     for window, rtt_ms in ((times[:20], circuit.rtt_ms), (times[-20:], 80.0)):
         assert abs(min(window) - rtt_ms) < 1.0, window
     assert testbed.circuit(circuit.number).delay_ns == 40_000_000
+
+
+def test_leaving_takes_down_a_testbed_only_when_nobody_else_builds_on_it(testbed):
+    testbed.up([0.2])
+    # Another process that built on the same testbed (as a campaign beside a server).
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        start = host.process_start(other.pid)
+        assert start is not None
+        host.register(host.Holder(str(state.state_dir()), PREFIX, [(other.pid, start)], False))
+        assert testbed.leave() is None, "the other still builds on it"
+        assert netns_module.ours() != []
+    finally:
+        other.kill()
+        other.wait(timeout=10)
+    gone = testbed.leave()
+    assert gone is not None and gone.emulators == 1
+    assert netns_module.ours() == []
+    assert str(state.state_dir()) not in host.read().testbeds
+
+
+def test_leaving_keeps_a_persistent_testbed(testbed, testbed_env):
+    lasting = Testbed(persistent=True)
+    lasting.up([0.2])
+    assert lasting.leave() is None
+    assert len(netns_module.ours()) == 2, "`longhaul testbed up` stays until `down`"
 
 
 def test_down_all_cleans_up_after_kill_9(testbed_env, tmp_path):

@@ -81,6 +81,7 @@ class JobRunner:
             self._thread.join(timeout=10)
         self._workers.shutdown(wait=True, cancel_futures=True)
         self._calls.shutdown(wait=False, cancel_futures=True)
+        self.service.driver.close()
         if self._doorbell is not None:
             self._doorbell.close()
         if self._lock_file is not None:

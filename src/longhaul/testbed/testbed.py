@@ -290,6 +290,21 @@ class Testbed:
         restored = host.release(state.state_dir())
         return Teardown(stopped, names, restored)
 
+    def leave(self) -> Teardown | None:
+        """This process is done with the testbed (a server shutting down): if it built on
+        it and no other process that did still runs, and it is not persistent, take it
+        down now, as the next command's sweep would, and say what went; otherwise leave
+        it to the others (None)."""
+        me = host.me(state.state_dir(), prefix(), self.persistent)
+        mine = me.owners[0]
+        holder = host.read().testbeds.get(me.state_dir)
+        if holder is None or holder.persistent or mine not in holder.owners:
+            return None
+        others = [(pid, at) for pid, at in holder.owners if (pid, at) != mine]
+        if any(host.process_start(pid) == at for pid, at in others):
+            return None
+        return self.down()
+
     def sweep(self) -> Sweep:
         """Remove what testbeds whose owners died left behind (namespaces, emulators, the
         host's raised sysctls); once per `Testbed`, before its first change."""

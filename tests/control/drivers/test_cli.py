@@ -152,6 +152,9 @@ class _Recorder:
     def status(self, circuit: Circuit) -> CircuitStatus:
         return CircuitStatus.DOWN
 
+    def close(self) -> None:
+        self.calls.append("close")
+
 
 def test_a_driver_under_it_follows_the_devices(devices) -> None:
     """`cli+emulated`: the circuit under is built once the switches carry it, and taken

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import httpx
 
 from longhaul.measure.booked import wait_for
+from longhaul.testbed import netns
 
 from ...testbed.support import settled_ping
 from ..live import LiveServer
@@ -48,3 +49,26 @@ def test_a_reservation_becomes_a_circuit_and_a_cancel_removes_it(tmp_path, testb
             assert http.post(f"/api/v1/reservations/{rid}/cancel").status_code == 200
             wait_for(lambda: state() == "cancelled", timeout_s=20)
             assert testbed.circuit_of(f"reservation {rid}") is None
+
+
+def test_a_server_that_stops_takes_down_the_testbed_it_built(tmp_path, testbed):
+    with LiveServer(tmp_path, None, "--driver", "emulated") as server:
+        token = server.add_user("alice")
+        with httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ) as http:
+            made = http.post("/api/v1/reservations", json={
+                    "src": {"node": "ornl-e300", "port": "1/0"},
+                    "dst": {"node": "ornl-e300", "port": "1/1"},
+                    "loop": "ORNL-Chicago x1", "bandwidth_mbps": 1000,
+                    "start": datetime.now(UTC).isoformat(), "duration": 120,
+                }).json()  # fmt: skip
+            rid = made["id"]
+            wait_for(
+                lambda: http.get(f"/api/v1/reservations/{rid}").json()["state"] == "active",
+                timeout_s=20,
+            )
+        assert len(netns.ours()) == 2
+        server.stop()  # SIGTERM, as Ctrl-C: the service shuts down
+        # Gone at once, not left for the next testbed command's sweep.
+        assert netns.ours() == [], server.log()

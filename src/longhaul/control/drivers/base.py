@@ -62,3 +62,7 @@ class Driver(Protocol):
     def release(self, circuit: Circuit) -> None: ...
 
     def status(self, circuit: Circuit) -> CircuitStatus: ...
+
+    def close(self) -> None:
+        """The service is stopping: give back what the driver holds on this machine (the
+        emulated driver's testbed, when nothing else builds on it)."""

@@ -64,6 +64,10 @@ class CliDriver:
             self.inner.release(circuit)
         self._apply(circuit, "release")
 
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+
     def status(self, circuit: Circuit) -> CircuitStatus:
         """Up when every switch on the path holds the circuit (and the driver under it
         says up)."""

@@ -4,6 +4,7 @@ delay and the reserved rate); a modify changes it in place; a release removes it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,8 @@ from longhaul.testbed.state import CircuitRecord
 from longhaul.testbed.testbed import Testbed
 from longhaul.topology import Topology
 from longhaul.topology.circuits import path_spec
+
+log = logging.getLogger(__name__)
 
 
 class EmulatedDriver:
@@ -54,6 +57,22 @@ class EmulatedDriver:
         if found is not None and emulator.alive(found.pid, Path(found.control)):
             return CircuitStatus.UP
         return CircuitStatus.DOWN
+
+    def close(self) -> None:
+        """Take the testbed down if this process built it and nothing else builds on it:
+        its emulators end with the process anyway, and its namespaces and raised sysctls
+        would wait for the next testbed command's sweep."""
+        try:
+            gone = self.testbed.leave()
+        except (TestbedUnavailableError, TestbedError) as exc:
+            log.warning("could not take the emulated testbed down: %s", exc)
+            return
+        if gone is not None:
+            log.info(
+                "took the emulated testbed down: %d emulator(s), namespaces %s",
+                gone.emulators,
+                ", ".join(gone.namespaces) or "none",
+            )
 
     def _found(self, circuit: Circuit) -> CircuitRecord | None:
         return self.testbed.circuit_of(_owner(circuit))

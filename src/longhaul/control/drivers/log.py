@@ -46,6 +46,9 @@ class LogDriver:
                 last = entry["op"]
         return CircuitStatus.UP if last in ("provision", "modify") else CircuitStatus.DOWN
 
+    def close(self) -> None:
+        pass  # every entry is on disk as it is made
+
     def entries(self) -> list[dict[str, Any]]:
         """Everything recorded so far, oldest first."""
         with self._lock:
