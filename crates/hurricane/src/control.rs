@@ -1,7 +1,9 @@
-//! The control exchange (over TCP, before the first datagram), version 2: the sender
-//! proposes the transfer, the receiver answers with the UDP port it listens on and the
-//! blocks it already holds (a transfer taken up again). Big-endian, lengths checked
-//! before reading, read whole or refused (docs/hurricane-wire.md).
+//! The control exchange (over TCP), version 3: the sender proposes the transfer, the
+//! receiver answers with the UDP port it listens on and the blocks it already holds (a
+//! transfer taken up again), and says on the same connection when every block is in and
+//! checked. Either side closing the connection before that is the other's sign that the
+//! transfer stopped. Big-endian, lengths checked before reading, read whole or refused
+//! (docs/hurricane-wire.md).
 //!
 //! ```text
 //! offer  (sender -> receiver): "HUC" version u8, id u64, block_bytes u32,
@@ -12,6 +14,7 @@
 //! answer (receiver -> sender): "HUC" version u8, udp_port u16, held u32,
 //!         held x (start u64, end u64): blocks already stored
 //! refusal (receiver -> sender): "HUC" version u8, 0 u16, len u16, reason (UTF-8)
+//! whole  (receiver -> sender, after the answer): "HUC" version u8, "W"
 //! ```
 
 use std::io::{Read, Write};
@@ -21,7 +24,10 @@ use crate::range_set::RangeSet;
 use crate::wire::Key;
 
 pub const MAGIC: &[u8; 3] = b"HUC";
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
+/// The record that says the transfer is whole: every block in and checked.
+pub const WHOLE_BYTES: usize = 5;
+const WHOLE_TAG: u8 = b'W';
 const FIXED_OFFER_BYTES: usize = 3 + 1 + 8 + 4 + 8 + 8 + 4 + 8 + 32 + 1 + 2;
 const ENCRYPT: u8 = 1;
 /// The most chunks one file may have (a 1 TB file in 16 MiB chunks fits).
@@ -282,6 +288,30 @@ pub fn read_answer(stream: &mut impl Read) -> Result<(u16, RangeSet), ControlErr
     Ok((port, held))
 }
 
+/// Say the transfer is whole: every block is in and checked (a file under its name). The
+/// sender learns it here even if every DONE datagram is lost.
+pub fn write_whole(stream: &mut impl Write) -> Result<(), ControlError> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&[VERSION, WHOLE_TAG]);
+    stream.write_all(&out)?;
+    Ok(stream.flush()?)
+}
+
+/// Whether `bytes`, what came on the control connection after the answer, say the
+/// transfer is whole: `Ok(false)` while they are a beginning of that record, an error
+/// for anything else.
+pub fn is_whole(bytes: &[u8]) -> Result<bool, ControlError> {
+    let mut expected = MAGIC.to_vec();
+    expected.extend_from_slice(&[VERSION, WHOLE_TAG]);
+    let n = bytes.len().min(WHOLE_BYTES);
+    if bytes[..n] != expected[..n] || bytes.len() > WHOLE_BYTES {
+        return Err(ControlError::Invalid(
+            "the control connection carried more than its records",
+        ));
+    }
+    Ok(bytes.len() == WHOLE_BYTES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +392,23 @@ mod tests {
         assert_eq!(why, "no space left on the device");
     }
 
+    #[test]
+    fn the_whole_record_is_recognised_in_pieces_and_nothing_else_is() {
+        let mut whole = Vec::new();
+        write_whole(&mut whole).unwrap();
+        assert_eq!(whole.len(), WHOLE_BYTES);
+        for n in 0..WHOLE_BYTES {
+            assert!(!is_whole(&whole[..n]).unwrap());
+        }
+        assert!(is_whole(&whole).unwrap());
+        let mut more = whole.clone();
+        more.push(0);
+        assert!(is_whole(&more).is_err());
+        let mut other = whole.clone();
+        other[4] = b'X';
+        assert!(is_whole(&other).is_err());
+    }
+
     proptest! {
         /// Whatever a peer sends: an offer or an error, never a panic or a huge allocation.
         #[test]
@@ -371,6 +418,7 @@ mod tests {
             bytes.extend_from_slice(&tail);
             let _ = read_offer(&mut bytes.as_slice());
             let _ = read_answer(&mut bytes.as_slice());
+            let _ = is_whole(&tail);
         }
     }
 }

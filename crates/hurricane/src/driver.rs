@@ -31,6 +31,12 @@ pub enum DriverError {
     TimedOut {
         done_bytes: u64,
     },
+    /// The other side closed the control connection before the transfer was whole: it
+    /// stopped or was killed.
+    PeerGone {
+        peer: Side,
+        done_bytes: u64,
+    },
     /// The receiver would not take this transfer into its sink (a file it cannot
     /// write, a name outside its directory), or took it and found it wrong.
     Sink(String),
@@ -52,12 +58,116 @@ impl std::fmt::Display for DriverError {
                      run it again to take it up where it stopped, or allow more time"
                 )
             }
+            DriverError::PeerGone {
+                peer: Side::Receiver,
+                done_bytes,
+            } => write!(
+                f,
+                "the receiver closed the control connection before the transfer was whole \
+                 ({done_bytes} bytes in): it stopped or was killed; start it again and run \
+                 this send again to take the transfer up where it stopped"
+            ),
+            DriverError::PeerGone {
+                peer: Side::Sender,
+                done_bytes,
+            } => write!(
+                f,
+                "the sender closed the control connection before the transfer was whole \
+                 ({done_bytes} bytes in, kept): it stopped or was killed; a send of the same \
+                 file takes the transfer up where it stopped"
+            ),
             DriverError::Sink(why) => f.write_str(why),
         }
     }
 }
 
 impl std::error::Error for DriverError {}
+
+/// One end of a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Sender,
+    Receiver,
+}
+
+/// What the other side's end of the control connection says, looked at without waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    /// Nothing new.
+    There,
+    /// The receiver said the transfer is whole.
+    Whole,
+    /// The connection is closed or broken.
+    Gone,
+}
+
+/// How often each side looks at the control connection: a peer that stopped is noticed
+/// within this, at the cost of one non-blocking read.
+const CONTROL_LOOK: Duration = Duration::from_millis(200);
+
+/// The control connection after the exchange, watched for the whole record (the
+/// sender) or for the peer going away (both sides). A link that is down does not close
+/// it: TCP only retransmits, so only an end that stopped does.
+struct ControlWatch {
+    stream: TcpStream,
+    got: Vec<u8>,
+    next_look: Instant,
+}
+
+impl ControlWatch {
+    fn new(stream: TcpStream) -> io::Result<Self> {
+        stream.set_nonblocking(true)?;
+        Ok(ControlWatch {
+            stream,
+            got: Vec::new(),
+            next_look: Instant::now() + CONTROL_LOOK,
+        })
+    }
+
+    /// What the peer says, if it is time to look (`There` otherwise).
+    fn look_if_due(&mut self) -> Result<Peer, ControlError> {
+        if Instant::now() < self.next_look {
+            return Ok(Peer::There);
+        }
+        self.next_look = Instant::now() + CONTROL_LOOK;
+        self.look()
+    }
+
+    fn look(&mut self) -> Result<Peer, ControlError> {
+        use std::io::Read;
+        let mut buf = [0u8; control::WHOLE_BYTES + 1];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(if control::is_whole(&self.got)? {
+                        Peer::Whole
+                    } else {
+                        Peer::There
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+            control::is_whole(&self.got)?;
+        }
+        Ok(if control::is_whole(&self.got)? {
+            Peer::Whole
+        } else {
+            Peer::Gone
+        })
+    }
+
+    /// Tell the sender the transfer is whole. It may be gone already (its own DONE came),
+    /// which is no error.
+    fn say_whole(&mut self) {
+        use std::io::Write;
+        let mut record = Vec::new();
+        control::write_whole(&mut record).expect("into memory");
+        let _ = self.stream.write(&record);
+    }
+}
 
 impl From<io::Error> for DriverError {
     fn from(e: io::Error) -> Self {
@@ -232,6 +342,7 @@ pub fn send(
     };
     control::write_offer(&mut control_stream, &offer)?;
     let (port, held) = control::read_answer(&mut control_stream)?;
+    let mut control_watch = ControlWatch::new(control_stream)?;
     udp.socket.connect(SocketAddr::new(to.ip(), port))?;
     udp.socket.set_nonblocking(true)?;
     udp.set_buffers(8 << 20);
@@ -259,6 +370,16 @@ pub fn send(
                 block_bytes,
                 resent_blocks: sender.stats.blocks_resent,
             });
+        }
+        match control_watch.look_if_due()? {
+            Peer::There => {}
+            Peer::Whole => break,
+            Peer::Gone => {
+                return Err(DriverError::PeerGone {
+                    peer: Side::Receiver,
+                    done_bytes: sender.received_below() * u64::from(block_bytes),
+                });
+            }
         }
         let now_ns = elapsed.as_nanos() as u64;
         take_nacks(&udp, &mut sender, now_ns, &mut incoming)?;
@@ -479,6 +600,22 @@ fn unspecified(peer: SocketAddr) -> std::net::IpAddr {
 /// holds) or refuse it, saying why.
 pub type Accept<S> = Result<(S, RangeSet), String>;
 
+/// Whether every block is in and the sink checks. This comes before DONE: blocks found
+/// wrong are forgotten and fetched again.
+fn check_if_complete<S>(
+    receiver: &mut Receiver,
+    sink: &mut S,
+    finish: &mut impl FnMut(&mut S) -> Result<Vec<std::ops::Range<u64>>, String>,
+) -> Result<bool, DriverError> {
+    if !receiver.is_complete() {
+        return Ok(false);
+    }
+    for blocks in finish(sink).map_err(DriverError::Sink)? {
+        receiver.forget(blocks);
+    }
+    Ok(receiver.is_complete())
+}
+
 /// Take one transfer offered on `listener` into the sink `accept` makes of the offer;
 /// `finish` checks the sink once every block is in (a file's digests) and may give back
 /// blocks to fetch again.
@@ -505,6 +642,7 @@ pub fn receive<S: BlockSink>(
     // emulator beside both ends.
     udp.set_buffers(256 << 20);
     control::write_answer(&mut control_stream, udp.socket.local_addr()?.port(), &held)?;
+    let mut control_watch = ControlWatch::new(control_stream)?;
     let transfer = offer.transfer();
     let (held_bytes, held_blocks) = (held_bytes(&held, &offer), held.len());
     let mut receiver = Receiver::resume(transfer.clone(), offer.nack_group, held);
@@ -543,16 +681,19 @@ pub fn receive<S: BlockSink>(
             }
             Err(e) => return Err(e.into()),
         }
-        if receiver.is_complete() && !checked {
-            // Check before DONE: blocks found wrong are fetched again.
-            let bad = finish(&mut sink).map_err(DriverError::Sink)?;
-            for blocks in bad {
-                receiver.forget(blocks);
-            }
-            checked = receiver.is_complete();
+        if !checked && check_if_complete(&mut receiver, &mut sink, &mut finish)? {
+            checked = true;
+            whole_at = Some(Instant::now());
+            control_watch.say_whole();
+        }
+        if control_watch.look_if_due()? == Peer::Gone {
             if checked {
-                whole_at = Some(Instant::now());
+                break; // the sender has what it waited for, by DONE or by the record
             }
+            return Err(DriverError::PeerGone {
+                peer: Side::Sender,
+                done_bytes: receiver.received().len() * u64::from(transfer.block_bytes),
+            });
         }
         let now_ns = clock.elapsed().as_nanos() as u64;
         receiver.handle_timeout(now_ns);

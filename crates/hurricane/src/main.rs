@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
-use hurricane::driver::{self, Finished, Progress, SendOptions};
+use hurricane::driver::{self, DriverError, Finished, Progress, SendOptions};
 use hurricane::files::{self, FileSink, FileSource, SinkOptions, WriteMode};
 use hurricane::pattern::{PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
@@ -167,9 +167,19 @@ fn recv(args: &RecvArgs) -> Result<Value, String> {
     let deadline = seconds(args.timeout_s)?;
     let mut transfers = Vec::new();
     while args.transfers == 0 || (transfers.len() as u64) < args.transfers {
-        let report = match &args.dir {
-            Some(dir) => recv_file(&listener, dir, args.write, deadline)?,
-            None => recv_memory(&listener, deadline)?,
+        let taken = match &args.dir {
+            Some(dir) => recv_file(&listener, dir, args.write, deadline),
+            None => recv_memory(&listener, deadline),
+        };
+        let report = match taken {
+            Ok(report) => report,
+            // Taking transfers until stopped, one that failed (its sender killed, a file
+            // refused) is reported and the next is taken; the listener's own failure ends it.
+            Err(e) if args.transfers == 0 && !matches!(e, DriverError::Io(_)) => {
+                eprintln!("{}", json!({ "failed": e.to_string() }));
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
         };
         if args.transfers == 0 {
             println!("{report}");
@@ -182,14 +192,13 @@ fn recv(args: &RecvArgs) -> Result<Value, String> {
     })
 }
 
-fn recv_memory(listener: &TcpListener, deadline: Duration) -> Result<Value, String> {
+fn recv_memory(listener: &TcpListener, deadline: Duration) -> Result<Value, DriverError> {
     let (done, sink) = driver::receive(
         listener,
         |offer| Ok((PatternCheck::for_offer(offer), RangeSet::new())),
         |_| Ok(Vec::new()),
         deadline,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut report = receiver_json(&done);
     report["corrupted_bytes"] = sink.corrupted_bytes.into();
     report["checked_bytes"] = sink.bytes.into();
@@ -201,7 +210,7 @@ fn recv_file(
     dir: &Path,
     write: WriteMode,
     deadline: Duration,
-) -> Result<Value, String> {
+) -> Result<Value, DriverError> {
     let options = SinkOptions {
         write,
         ..SinkOptions::default()
@@ -216,8 +225,7 @@ fn recv_file(
         },
         FileSink::finish,
         deadline,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut report = receiver_json(&done);
     report["path"] = sink.path().display().to_string().into();
     report["resumed_bytes"] = (sink.resumed_blocks * u64::from(done.block_bytes)).into();

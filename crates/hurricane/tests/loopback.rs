@@ -7,7 +7,8 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hurricane::driver::{self, DriverError, Finished, SendOptions};
+use hurricane::control;
+use hurricane::driver::{self, DriverError, Finished, SendOptions, Side};
 use hurricane::files::{FileSink, FileSource, SinkOptions};
 use hurricane::pattern::{Pattern, PatternCheck, PatternSource};
 use hurricane::range_set::RangeSet;
@@ -149,11 +150,18 @@ fn an_interrupted_file_is_resumed_from_its_verified_chunks() {
     let (from, into) = (tempdir("from-resume"), tempdir("into-resume"));
     let path = from.join("data.bin");
     write_file(&path, 48 << 20, 5);
-    // 48 MiB at 200 Mb/s takes 2 s: the receiver gives up after 1.
+    // 48 MiB at 200 Mb/s takes 2 s: the receiver gives up after 1, and the sender,
+    // allowed 30, learns it from the closed control connection.
     let (to, receiving) = file_receiver(&into, Duration::from_secs(1));
-    let first = send_file(to, &path, 200_000_000, Duration::from_millis(1500));
+    let first = send_file(to, &path, 200_000_000, Duration::from_secs(30));
     assert!(
-        matches!(first, Err(DriverError::TimedOut { .. })),
+        matches!(
+            first,
+            Err(DriverError::PeerGone {
+                peer: Side::Receiver,
+                ..
+            })
+        ),
         "{first:?}"
     );
     assert!(matches!(
@@ -171,6 +179,70 @@ fn an_interrupted_file_is_resumed_from_its_verified_chunks() {
     assert!(resumed_blocks > 0, "the verified chunks were kept");
     let landed = into.join("sub/data.bin");
     assert!(std::fs::read(&landed).unwrap() == std::fs::read(&path).unwrap());
+}
+
+#[test]
+fn a_receiver_learns_that_its_sender_stopped_long_before_its_own_deadline() {
+    let into = tempdir("into-sender-gone");
+    let from = tempdir("from-sender-gone");
+    let path = from.join("data.bin");
+    write_file(&path, 48 << 20, 7);
+    let (to, receiving) = file_receiver(&into, Duration::from_secs(60));
+    // The sender gives up after half a second of a 2 s transfer.
+    let first = send_file(to, &path, 200_000_000, Duration::from_millis(500));
+    assert!(
+        matches!(first, Err(DriverError::TimedOut { .. })),
+        "{first:?}"
+    );
+    let started = std::time::Instant::now();
+    let gone = receiving.join().unwrap();
+    assert!(
+        matches!(
+            gone,
+            Err(DriverError::PeerGone {
+                peer: Side::Sender,
+                ..
+            })
+        ),
+        "{gone:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "not its deadline"
+    );
+    assert!(
+        into.join("sub/data.bin.hurricane-part").exists(),
+        "kept for a resume"
+    );
+}
+
+/// A receiver that takes the offer, drops every datagram (so no DONE ever comes back)
+/// and says on the control connection that the transfer is whole.
+#[test]
+fn a_sender_whose_done_datagrams_are_all_lost_finishes_on_the_control_record() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = listener.local_addr().unwrap();
+    let receiving = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        control::read_offer(&mut stream).unwrap();
+        let deaf = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = deaf.local_addr().unwrap().port();
+        control::write_answer(&mut stream, port, &RangeSet::new()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        control::write_whole(&mut stream).unwrap();
+        // Held open: the sender must finish on the record, not on the close.
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let mut source = PatternSource { block_bytes: 1400 };
+    let options = options(100_000_000, 1400, Duration::from_secs(20));
+    let started = std::time::Instant::now();
+    let sent = driver::send(to, 1 << 20, &mut source, None, options, &mut |_| {});
+    assert!(sent.is_ok(), "{sent:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "before the close"
+    );
+    receiving.join().unwrap();
 }
 
 #[test]

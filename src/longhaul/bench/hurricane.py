@@ -76,6 +76,9 @@ DISK_BASES = {"disk-tmpfs": "/dev/shm", "disk-fs": "/var/tmp"}
 """Where each disk mode's files are made: tmpfs, and the root file system."""
 FAULT_TRANSFERS = 200
 EMULATED_KILLS = 3
+SENDER_NOTICES_S = 5.0
+"""How long a sender may take to stop after its receiver was killed: it looks at the
+control connection every 200 ms (`hurricane`'s `CONTROL_LOOK`)."""
 
 
 @dataclass(frozen=True)
@@ -553,7 +556,8 @@ def _emulated_faults(record: CircuitRecord) -> dict[str, int]:
 def _killed_and_resumed(record: CircuitRecord, source: Path, dest: Path) -> str:
     """Send `source`; kill the receiver after a second; send again. "resumed" if the
     second run began from chunks the first verified and the file landed whole;
-    "corrupted" if a wrong file ever stood under its name."""
+    "corrupted" if a wrong file ever stood under its name; "failed" if the sender did
+    not stop by itself, within `SENDER_NOTICES_S`, saying its receiver went away."""
     test = tool.HurricaneTest(client_ns=record.src_ns, server_ns=record.dst_ns,
                               address=record.dst_addr, rate_bps=record.rate_bps,
                               rtt_ms=record.rtt_ms, path=str(source), dest_dir=str(dest),
@@ -561,12 +565,19 @@ def _killed_and_resumed(record: CircuitRecord, source: Path, dest: Path) -> str:
     ready = serving.says("listening", "hurricane recv", tool.HurricaneError)
     with serving.serving(record.dst_ns, tool.receiver_argv(test), ready) as receiver:
         sender = subprocess.Popen(netns.command(record.src_ns, tool.sender_argv(test)),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)  # fmt: skip
         time.sleep(1.0)
         receiver.send_signal(signal.SIGKILL)
         receiver.wait(timeout=5)
-        sender.terminate()
-        sender.wait(timeout=10)
+        try:
+            _, said = sender.communicate(timeout=SENDER_NOTICES_S)
+        except subprocess.TimeoutExpired:
+            sender.terminate()
+            sender.communicate(timeout=10)
+            said = ""
+    if sender.returncode == 0 or "closed the control connection" not in said:
+        return "failed"
     landed = dest / source.name
     if landed.exists() and landed.read_bytes() != source.read_bytes():
         return "corrupted"
